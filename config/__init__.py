@@ -1,0 +1,5 @@
+"""Project configuration: settings, Celery app, URLs."""
+
+from config.celery_app import app as celery_app
+
+__all__ = ["celery_app"]

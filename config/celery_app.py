@@ -1,0 +1,11 @@
+"""The Celery application. With no CELERY_BROKER_URL, tasks run in-process (see tasks.dispatch)."""
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
+
+app = Celery("deepcite")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks(["tasks"], related_name="embeddings")

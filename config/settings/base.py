@@ -1,0 +1,142 @@
+"""Settings shared by every environment; everything deployment-specific comes from the env."""
+
+from pathlib import Path
+
+import dj_database_url
+
+from config.env import env_bool, env_float, env_int, env_list, env_str
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+
+DEBUG = env_bool("DEBUG", False)
+SECRET_KEY = env_str("SECRET_KEY")
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["localhost", "127.0.0.1"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "guardian",
+    "corpora",
+    "conversations",
+    "research",
+    "llms",
+    "notifications",
+    "tasks",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- Database -------------------------------------------------------------------------------
+# A SQLite file is the zero-service default; DATABASE_URL=postgres://... in production.
+DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{BASE_DIR / 'deepcite.sqlite3'}")
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 60))}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["OPTIONS"] = {
+        # WAL lets searches read while the embedding task writes; IMMEDIATE avoids
+        # "database is locked" upgrades from read to write transactions.
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 30,
+    }
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "guardian.backends.ObjectPermissionBackend",
+]
+# No guardian "AnonymousUser" row: anonymous requests see nothing.
+ANONYMOUS_USER_NAME = None
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+
+# --- Celery ---------------------------------------------------------------------------------
+# Unset broker = no services: tasks run in this process (tasks.dispatch), never silently dropped.
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL")
+CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or None
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TIMEZONE = TIME_ZONE
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# --- Retrieval ------------------------------------------------------------------------------
+# "minilm" (bundled all-MiniLM-L6-v2, CPU), "openai" (an OpenAI-compatible /v1/embeddings
+# endpoint) or "none" (lexical search only).
+EMBEDDING_BACKEND = env_str("EMBEDDING_BACKEND", "minilm")
+EMBEDDING_URL = env_str("EMBEDDING_URL")
+EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "text-embedding-3-small")
+EMBEDDING_API_KEY = env_str("EMBEDDING_API_KEY")
+EMBEDDING_TIMEOUT_SECONDS = env_float("EMBEDDING_TIMEOUT_SECONDS", 60.0)
+EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 256)
+
+# Fusion of the lexical and dense rankings (see corpora/retrieval/fusion.py for the tuning notes).
+SEARCH_FUSION_LEXICAL_WEIGHT = env_float("SEARCH_FUSION_LEXICAL_WEIGHT", 1.0)
+SEARCH_FUSION_DENSE_WEIGHT_KEYWORDS = env_float("SEARCH_FUSION_DENSE_WEIGHT_KEYWORDS", 0.3)
+SEARCH_FUSION_DENSE_WEIGHT_QUESTION = env_float("SEARCH_FUSION_DENSE_WEIGHT_QUESTION", 0.8)
+
+# Uploads larger than this are refused before extraction.
+INGEST_MAX_FILE_BYTES = env_int("INGEST_MAX_FILE_BYTES", 50 * 1024 * 1024)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {
+        "sentence_transformers": {"level": "WARNING"},
+        "httpx": {"level": "WARNING"},
+    },
+}
+
+from tasks.schedule import BEAT_SCHEDULE  # noqa: E402 - plain data, no Django imports
+
+CELERY_BEAT_SCHEDULE = BEAT_SCHEDULE

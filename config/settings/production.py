@@ -1,0 +1,17 @@
+"""Production settings: refuse to start without a real secret, secure cookies behind TLS."""
+
+from django.core.exceptions import ImproperlyConfigured
+
+from config.env import env_bool, env_int
+from config.settings.base import *  # noqa: F403
+from config.settings.base import SECRET_KEY
+
+if not SECRET_KEY or len(SECRET_KEY) < 32:
+    raise ImproperlyConfigured("SECRET_KEY must be set to at least 32 random characters")
+
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", True)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", True)
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"

@@ -1,0 +1,1 @@
+"""Corpora, documents and passages: ingestion and lexical + dense retrieval."""

@@ -1,0 +1,22 @@
+"""Named limits and choices for corpora, ingestion and retrieval."""
+
+# Passages: sized for MiniLM's 256-token window and for precise citations.
+PASSAGE_MIN_WORDS = 40
+PASSAGE_TARGET_WORDS = 110
+PASSAGE_MAX_WORDS = 150
+# A hard cap for text with no spaces (URLs, base64, CJK without spaces).
+PASSAGE_MAX_CHARS = 1200
+
+SEARCH_MAX_TOP_K = 500
+SEARCH_MAX_QUERY_CHARS = 2000
+# How deep each ranker looks before fusion.
+FUSION_CANDIDATES_MIN = 100
+NEIGHBOURS_MAX_WINDOW = 10
+
+SEARCH_MODE_HYBRID = "hybrid"
+SEARCH_MODE_LEXICAL = "lexical"
+SEARCH_MODE_DENSE = "dense"
+SEARCH_MODES = (SEARCH_MODE_HYBRID, SEARCH_MODE_LEXICAL, SEARCH_MODE_DENSE)
+
+CORPUS_NAME_MAX_LENGTH = 200
+DOCUMENT_TITLE_MAX_LENGTH = 500

@@ -1,0 +1,72 @@
+"""Errors raised by corpora services and selectors, each with a stable code."""
+
+from config.exceptions import ApplicationError
+
+
+class CorpusError(ApplicationError):
+    code = "corpus_error"
+
+
+class CorpusNotFound(CorpusError):
+    # The same error whether the corpus does not exist or the user may not see it.
+    code = "corpus_not_found"
+
+
+class CorpusNameInvalid(CorpusError):
+    code = "corpus_name_invalid"
+
+
+class CorpusNameTaken(CorpusError):
+    code = "corpus_name_taken"
+
+
+class CorpusAmbiguous(CorpusError):
+    code = "corpus_ambiguous"
+
+
+class IngestError(ApplicationError):
+    code = "ingest_error"
+
+
+class UnsupportedFileType(IngestError):
+    code = "unsupported_file_type"
+
+
+class CorruptFile(IngestError):
+    code = "corrupt_file"
+
+
+class EmptyDocument(IngestError):
+    code = "empty_document"
+
+
+class FileTooLarge(IngestError):
+    code = "file_too_large"
+
+
+class SearchError(ApplicationError):
+    code = "search_error"
+
+
+class InvalidSearchMode(SearchError):
+    code = "invalid_search_mode"
+
+
+class InvalidTopK(SearchError):
+    code = "invalid_top_k"
+
+
+class QueryTooLong(SearchError):
+    code = "query_too_long"
+
+
+class PassageNotFound(SearchError):
+    code = "passage_not_found"
+
+
+class DenseSearchUnavailable(SearchError):
+    code = "dense_search_unavailable"
+
+
+class EmbeddingUnavailable(ApplicationError):
+    code = "embedding_unavailable"

@@ -1,0 +1,66 @@
+"""manage.py search --corpus NAME "query": passages as JSON. --queries FILE runs one query per
+line in one process (the model loads once) and prints one JSON array per line."""
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from config.exceptions import ApplicationError
+from corpora.constants import SEARCH_MODE_HYBRID, SEARCH_MODES
+from corpora.selectors import corpus_get_for_user, passage_search
+from corpora.services import cli_user_ensure
+
+from ._cli import add_user_argument, dumps, fail
+
+
+class Command(BaseCommand):
+    help = "Search a corpus's passages (hybrid, lexical or dense)."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("query", nargs="?", help="the query (or use --queries FILE)")
+        parser.add_argument("--corpus", required=True, help="corpus name or numeric id")
+        parser.add_argument("--top-k", type=int, default=10)
+        parser.add_argument("--mode", choices=SEARCH_MODES, default=SEARCH_MODE_HYBRID)
+        parser.add_argument("--queries", help="file with one query per line")
+        parser.add_argument("--json", action="store_true", help="print JSON (the default for --queries)")
+        add_user_argument(parser)
+
+    def handle(self, *args, **options) -> None:
+        if bool(options["query"]) == bool(options["queries"]):
+            raise CommandError("[invalid_arguments] give a query or --queries FILE, not both")
+        user = cli_user_ensure(username=options["user"])
+        corpus = _corpus(user, options["corpus"])
+        if options["queries"]:
+            path = Path(options["queries"])
+            try:
+                lines = path.read_text(encoding="utf-8").splitlines()
+            except (OSError, UnicodeDecodeError) as exc:
+                raise CommandError(f"[unreadable] {path}: {exc}") from exc
+            for line in lines:
+                if line.strip():
+                    self.stdout.write(dumps(self._search(corpus, line, options)))
+            return
+        hits = self._search(corpus, options["query"], options)
+        if options["json"]:
+            self.stdout.write(dumps(hits))
+            return
+        for rank, hit in enumerate(hits, start=1):
+            where = hit["document_title"] + (f", p. {hit['page']}" if hit["page"] else "")
+            self.stdout.write(f"{rank:>3}. [{hit['score']:.4f}] {where} (passage {hit['passage_id']})")
+            self.stdout.write("     " + " ".join(hit["text"].split())[:300])
+
+    def _search(self, corpus, query: str, options) -> list[dict]:
+        try:
+            hits = passage_search(corpus=corpus, query=query, top_k=options["top_k"], mode=options["mode"])
+        except ApplicationError as error:
+            raise fail(error) from error
+        return [hit.as_dict() for hit in hits]
+
+
+def _corpus(user, ref: str):
+    try:
+        if ref.isdigit():
+            return corpus_get_for_user(user=user, corpus_id=int(ref))
+        return corpus_get_for_user(user=user, name=ref)
+    except ApplicationError as error:
+        raise fail(error) from error

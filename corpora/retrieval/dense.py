@@ -1,0 +1,95 @@
+"""Dense ranking over the vectors stored with the passages. Each process keeps a per-corpus
+matrix in memory, reloaded when the corpus's index_version moves; a dot product ranks it.
+The same code serves SQLite and PostgreSQL (no vector extension is needed)."""
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from django.conf import settings
+
+from corpora.embedding import vectors_from_bytes
+from corpora.models import Corpus, Passage
+
+DEFAULT_CACHE_BYTES = 1024 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class DenseIndex:
+    corpus_id: int
+    version: int
+    model: str
+    passage_ids: np.ndarray
+    document_ids: np.ndarray
+    matrix: np.ndarray
+
+    @property
+    def nbytes(self) -> int:
+        return self.matrix.nbytes + self.passage_ids.nbytes + self.document_ids.nbytes
+
+    def rank(
+        self, vector: np.ndarray, *, limit: int, document_ids: Sequence[int] | None = None
+    ) -> list[tuple[int, float]]:
+        if limit <= 0 or not len(self.passage_ids):
+            return []
+        scores = self.matrix @ np.asarray(vector, dtype=np.float32)
+        if document_ids is not None:
+            allowed = np.isin(self.document_ids, np.asarray(list(document_ids), dtype=np.int64))
+            scores = np.where(allowed, scores, -np.inf)
+        limit = min(limit, len(scores))
+        top = np.argpartition(-scores, limit - 1)[:limit]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [
+            (int(self.passage_ids[i]), float(scores[i])) for i in top if np.isfinite(scores[i])
+        ]
+
+
+class DenseIndexCache:
+    """LRU of per-corpus matrices, bounded by bytes; safe to share between threads."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._items: OrderedDict[tuple[int, str], DenseIndex] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, *, corpus_id: int, model: str) -> DenseIndex:
+        version = Corpus.objects.filter(pk=corpus_id).values_list("index_version", flat=True).first()
+        key = (corpus_id, model)
+        with self._lock:
+            cached = self._items.get(key)
+            if cached is not None and cached.version == version:
+                self._items.move_to_end(key)
+                return cached
+        index = _load(corpus_id, model, version or 0)
+        with self._lock:
+            self._items[key] = index
+            self._items.move_to_end(key)
+            while len(self._items) > 1 and sum(i.nbytes for i in self._items.values()) > self.max_bytes:
+                self._items.popitem(last=False)
+        return index
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+def _load(corpus_id: int, model: str, version: int) -> DenseIndex:
+    rows = list(
+        Passage.objects.filter(corpus_id=corpus_id, embedding_model=model)
+        .exclude(embedding=None)
+        .order_by("id")
+        .values_list("id", "document_id", "embedding")
+    )
+    return DenseIndex(
+        corpus_id=corpus_id,
+        version=version,
+        model=model,
+        passage_ids=np.array([r[0] for r in rows], dtype=np.int64),
+        document_ids=np.array([r[1] for r in rows], dtype=np.int64),
+        matrix=vectors_from_bytes([r[2] for r in rows]),
+    )
+
+
+dense_indexes = DenseIndexCache(getattr(settings, "DENSE_INDEX_CACHE_BYTES", DEFAULT_CACHE_BYTES))

@@ -1,0 +1,253 @@
+"""Reads of corpora, documents and passages; every entry point applies visibility or takes
+a corpus the caller already resolved through corpus_get_for_user."""
+
+import logging
+import re
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import QuerySet
+from guardian.shortcuts import get_objects_for_user
+
+from corpora.constants import (
+    FUSION_CANDIDATES_MIN,
+    NEIGHBOURS_MAX_WINDOW,
+    SEARCH_MAX_QUERY_CHARS,
+    SEARCH_MAX_TOP_K,
+    SEARCH_MODE_DENSE,
+    SEARCH_MODE_HYBRID,
+    SEARCH_MODE_LEXICAL,
+    SEARCH_MODES,
+)
+from corpora.embedding import Embedder, get_embedder
+from corpora.exceptions import (
+    CorpusAmbiguous,
+    CorpusNotFound,
+    DenseSearchUnavailable,
+    EmbeddingUnavailable,
+    InvalidSearchMode,
+    InvalidTopK,
+    PassageNotFound,
+    QueryTooLong,
+)
+from corpora.models import Corpus, Document, Passage
+from corpora.retrieval.dense import dense_indexes
+from corpora.retrieval.fusion import weighted_rrf
+from corpora.retrieval.lexical import lexical_ranking, phrase_candidates
+from corpora.retrieval.query import ParsedQuery, parse_query, words
+
+logger = logging.getLogger(__name__)
+
+# Embeds queries off the request thread; the model releases the GIL while it computes.
+_query_embedding_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="deepcite-query-embed")
+
+VIEW_CORPUS = "corpora.view_corpus"
+
+User = AbstractBaseUser | AnonymousUser
+
+
+# --- Corpora --------------------------------------------------------------------------------
+def corpus_list(*, user: User) -> QuerySet[Corpus]:
+    if not user.is_authenticated:
+        return Corpus.objects.none()
+    return get_objects_for_user(user, VIEW_CORPUS, klass=Corpus, accept_global_perms=False)
+
+
+def corpus_get_for_user(*, user: User, corpus_id: int | None = None, name: str | None = None) -> Corpus:
+    """One corpus the user may read, by id or by name; the same error for missing and hidden."""
+    queryset = corpus_list(user=user)
+    if corpus_id is not None:
+        corpus = queryset.filter(pk=corpus_id).first()
+        if corpus is None:
+            raise CorpusNotFound(f"corpus {corpus_id} not found")
+        return corpus
+    matches = list(queryset.filter(name=name)[:2]) if name else []
+    if not matches:
+        raise CorpusNotFound(f"corpus {name!r} not found")
+    if len(matches) > 1:
+        owned = [c for c in matches if c.creator_id == user.pk]
+        if len(owned) == 1:
+            return owned[0]
+        raise CorpusAmbiguous(f"more than one corpus named {name!r}; use its id")
+    return matches[0]
+
+
+def corpus_stats(*, corpus: Corpus) -> dict[str, Any]:
+    """Counts a user sees for a corpus, including how far background embedding has got."""
+    embedder = _embedder_or_none()
+    passages = Passage.objects.filter(corpus=corpus)
+    embedded = passages.filter(embedding_model=embedder.name).count() if embedder else 0
+    total = passages.count()
+    return {
+        "corpus_id": corpus.pk,
+        "name": corpus.name,
+        "documents": Document.objects.filter(corpus=corpus).count(),
+        "passages": total,
+        "embedded_passages": embedded,
+        "embedding_model": embedder.name if embedder else None,
+        "embedding_complete": bool(embedder) and embedded == total,
+    }
+
+
+def document_get_by_hash(*, corpus: Corpus, content_hash: str) -> Document | None:
+    return Document.objects.filter(corpus=corpus, content_hash=content_hash).first()
+
+
+# --- Passage search -------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PassageHit:
+    passage: Passage
+    score: float
+
+    def as_dict(self) -> dict[str, Any]:
+        p = self.passage
+        return {
+            "passage_id": p.pk,
+            "document_id": p.document_id,
+            "document_title": p.document.title,
+            "source_name": p.document.source_name,
+            "page": p.page,
+            "start": p.start,
+            "end": p.end,
+            "text": p.text,
+            "score": round(self.score, 6),
+        }
+
+
+def _embedder_or_none() -> Embedder | None:
+    try:
+        return get_embedder()
+    except EmbeddingUnavailable:
+        logger.warning("embedder misconfigured; dense retrieval is off", exc_info=True)
+        return None
+
+
+def _validate(query: str, top_k: int, mode: str) -> None:
+    if mode not in SEARCH_MODES:
+        raise InvalidSearchMode(
+            f"unknown search mode {mode!r}; use one of {', '.join(SEARCH_MODES)}", field="mode"
+        )
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= SEARCH_MAX_TOP_K:
+        raise InvalidTopK(f"top_k must be between 1 and {SEARCH_MAX_TOP_K}", field="top_k")
+    if len(query) > SEARCH_MAX_QUERY_CHARS:
+        raise QueryTooLong(
+            f"query is {len(query)} characters; the limit is {SEARCH_MAX_QUERY_CHARS}", field="query"
+        )
+
+
+def passage_search(
+    *,
+    corpus: Corpus,
+    query: str,
+    top_k: int = 10,
+    document_ids: Sequence[int] | None = None,
+    mode: str = SEARCH_MODE_HYBRID,
+) -> list[PassageHit]:
+    _validate(query, top_k, mode)
+    parsed = parse_query(query)
+    if parsed.is_empty:
+        return []
+    ranked = _rank(corpus=corpus, parsed=parsed, top_k=top_k, document_ids=document_ids, mode=mode)
+    return _hydrate(ranked[:top_k])
+
+
+def _rank(
+    *, corpus: Corpus, parsed: ParsedQuery, top_k: int, document_ids, mode: str
+) -> list[tuple[int, float]]:
+    if mode == SEARCH_MODE_LEXICAL:
+        return lexical_ranking(corpus_id=corpus.pk, query=parsed, limit=top_k, document_ids=document_ids)
+    embedder = _embedder_or_none()
+    if mode == SEARCH_MODE_DENSE:
+        if embedder is None:
+            raise DenseSearchUnavailable("dense search is off (EMBEDDING_BACKEND=none)", field="mode")
+        return _dense(corpus, embedder, parsed.text, top_k, document_ids)
+    depth = max(FUSION_CANDIDATES_MIN, top_k)
+    index = dense_indexes.get(corpus_id=corpus.pk, model=embedder.name) if embedder else None
+    # The query embedding is the slow part on CPU: it runs beside the lexical query.
+    vector = None
+    if index is not None and len(index.passage_ids):
+        vector = _query_embedding_pool.submit(embedder.embed_query, parsed.text)
+    lexical = lexical_ranking(corpus_id=corpus.pk, query=parsed, limit=depth, document_ids=document_ids)
+    dense: list[tuple[int, float]] = []
+    if vector is not None:
+        try:
+            dense = index.rank(vector.result(), limit=depth, document_ids=document_ids)
+        except EmbeddingUnavailable:
+            # Hybrid degrades to lexical rather than failing the search.
+            logger.warning("query embedding failed; hybrid search falls back to lexical", exc_info=True)
+    if not dense:
+        return lexical
+    dense_weight = (
+        settings.SEARCH_FUSION_DENSE_WEIGHT_QUESTION
+        if parsed.is_question
+        else settings.SEARCH_FUSION_DENSE_WEIGHT_KEYWORDS
+    )
+    fused = weighted_rrf(
+        lexical, dense, lexical_weight=settings.SEARCH_FUSION_LEXICAL_WEIGHT, dense_weight=dense_weight
+    )
+    return [(hit.passage_id, hit.score) for hit in fused]
+
+
+def _dense(corpus: Corpus, embedder: Embedder, text: str, limit: int, document_ids):
+    index = dense_indexes.get(corpus_id=corpus.pk, model=embedder.name)
+    if not len(index.passage_ids):
+        return []
+    return index.rank(embedder.embed_query(text), limit=limit, document_ids=document_ids)
+
+
+def _hydrate(ranked: list[tuple[int, float]]) -> list[PassageHit]:
+    ids = [pid for pid, _ in ranked]
+    passages = Passage.objects.select_related("document").defer("embedding", "document__text").in_bulk(ids)
+    return [PassageHit(passages[pid], score) for pid, score in ranked if pid in passages]
+
+
+# --- Exact phrase and neighbourhood ---------------------------------------------------------
+_QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"', "\u201e": '"', "\u2018": "'", "\u2019": "'",
+                         "\u00a0": " "})
+_SPACES = re.compile(r"\s+")
+
+
+def normalize_for_match(text: str) -> str:
+    """Case, whitespace and typographic quotes do not make two quotations differ."""
+    return _SPACES.sub(" ", text.translate(_QUOTES)).strip().casefold()
+
+
+def passage_exact_search(
+    *, corpus: Corpus, phrase: str, top_k: int = 20, document_ids: Sequence[int] | None = None
+) -> list[PassageHit]:
+    """Passages that contain the phrase literally (modulo case, spacing, quote style)."""
+    _validate(phrase, top_k, SEARCH_MODE_LEXICAL)
+    needle = normalize_for_match(phrase)
+    tokens = words(phrase)
+    if not needle or not tokens:
+        return []
+    candidates = phrase_candidates(
+        corpus_id=corpus.pk, tokens=tokens, limit=max(top_k * 10, 200), document_ids=document_ids
+    )
+    hits = [h for h in _hydrate(candidates) if needle in normalize_for_match(h.passage.text)]
+    return hits[:top_k]
+
+
+def passage_neighbours(
+    *, corpus: Corpus, passage_id: int, before: int = 1, after: int = 1
+) -> list[Passage]:
+    """The passage and its neighbours in document order, for reading context."""
+    before = max(0, min(int(before), NEIGHBOURS_MAX_WINDOW))
+    after = max(0, min(int(after), NEIGHBOURS_MAX_WINDOW))
+    anchor = Passage.objects.filter(corpus=corpus, pk=passage_id).values("document_id", "ordinal").first()
+    if anchor is None:
+        raise PassageNotFound(f"passage {passage_id} not found in this corpus", field="passage_id")
+    return list(
+        Passage.objects.filter(
+            document_id=anchor["document_id"],
+            ordinal__gte=anchor["ordinal"] - before,
+            ordinal__lte=anchor["ordinal"] + after,
+        )
+        .select_related("document")
+        .defer("embedding", "document__text")
+        .order_by("ordinal")
+    )

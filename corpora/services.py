@@ -1,0 +1,215 @@
+"""Writes to corpora, documents and passages. Each is atomic: a document is stored with all its
+passages and lexical index entries, or not at all."""
+
+import hashlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from guardian.shortcuts import assign_perm
+
+from corpora.chunking import chunk_text
+from corpora.constants import CORPUS_NAME_MAX_LENGTH, DOCUMENT_TITLE_MAX_LENGTH
+from corpora.embedding import Embedder, get_embedder, vector_to_bytes
+from corpora.exceptions import (
+    CorpusNameInvalid,
+    CorpusNameTaken,
+    FileTooLarge,
+    IngestError,
+)
+from corpora.extraction import extract, file_type_for
+from corpora.models import Corpus, Document, Passage
+from corpora.selectors import document_get_by_hash
+
+logger = logging.getLogger(__name__)
+
+CORPUS_CREATOR_PERMISSIONS = ("view_corpus", "change_corpus", "delete_corpus")
+
+
+def cli_user_ensure(*, username: str) -> AbstractBaseUser:
+    """The account that owns what the command line creates; made on first use, no password."""
+    user_model = get_user_model()
+    user, created = user_model.objects.get_or_create(username=username)
+    if created:
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+    return user
+
+
+@transaction.atomic
+def corpus_create(*, creator: AbstractBaseUser, name: str, description: str = "") -> Corpus:
+    name = " ".join((name or "").split())
+    if not name or len(name) > CORPUS_NAME_MAX_LENGTH:
+        raise CorpusNameInvalid(
+            f"a corpus name is 1 to {CORPUS_NAME_MAX_LENGTH} characters", field="name"
+        )
+    if Corpus.objects.filter(creator=creator, name=name).exists():
+        raise CorpusNameTaken(f"you already have a corpus named {name!r}", field="name")
+    try:
+        with transaction.atomic():
+            corpus = Corpus.objects.create(creator=creator, name=name, description=description)
+    except IntegrityError as exc:  # a concurrent create won the race
+        raise CorpusNameTaken(f"you already have a corpus named {name!r}", field="name") from exc
+    for permission in CORPUS_CREATOR_PERMISSIONS:
+        assign_perm(permission, creator, corpus)
+    return corpus
+
+
+def corpus_bump_index_version(*, corpus_id: int) -> None:
+    Corpus.objects.filter(pk=corpus_id).update(index_version=F("index_version") + 1)
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    document: Document
+    created: bool
+    passages: int
+    message: str
+
+
+def document_ingest(
+    *,
+    corpus: Corpus,
+    path: str | Path | None = None,
+    content: bytes | None = None,
+    filename: str | None = None,
+    title: str | None = None,
+    schedule_embedding: bool = True,
+) -> IngestResult:
+    """Store one file as a Document with its Passages. The same bytes twice is a no-op."""
+    if (path is None) == (content is None):
+        raise IngestError("give either a path or the content bytes", code="invalid_arguments")
+    if path is not None:
+        path = Path(path)
+        filename = filename or path.name
+        size = path.stat().st_size
+        if size > settings.INGEST_MAX_FILE_BYTES:
+            raise FileTooLarge(_too_large(filename, size))
+        content = path.read_bytes()
+    if not filename:
+        raise IngestError("a filename is needed to know the file type", code="filename_required")
+    file_type = file_type_for(filename)
+    if len(content) > settings.INGEST_MAX_FILE_BYTES:
+        raise FileTooLarge(_too_large(filename, len(content)))
+
+    content_hash = hashlib.sha256(content).hexdigest()
+    existing = document_get_by_hash(corpus=corpus, content_hash=content_hash)
+    if existing is not None:
+        return _already_ingested(existing)
+
+    extracted = extract(content, file_type, filename=filename)
+    spans = chunk_text(extracted.text, pages=extracted.pages, headings=extracted.headings)
+    text = extracted.text
+    try:
+        with transaction.atomic():
+            document = Document.objects.create(
+                corpus=corpus,
+                title=(title or Path(filename).stem or filename)[:DOCUMENT_TITLE_MAX_LENGTH],
+                source_name=Path(filename).name[:DOCUMENT_TITLE_MAX_LENGTH],
+                file_type=file_type,
+                text=text,
+                page_count=len(extracted.pages) if extracted.pages is not None else None,
+                content_hash=content_hash,
+                byte_size=len(content),
+            )
+            Passage.objects.bulk_create(
+                [
+                    Passage(
+                        corpus=corpus,
+                        document=document,
+                        ordinal=ordinal,
+                        text=text[span.start:span.end],
+                        start=span.start,
+                        end=span.end,
+                        page=span.page,
+                        heading_path=list(span.heading_path),
+                        is_heading=span.is_heading,
+                        word_count=span.word_count,
+                    )
+                    for ordinal, span in enumerate(spans)
+                ],
+                batch_size=500,
+            )
+            corpus_bump_index_version(corpus_id=corpus.pk)
+            if schedule_embedding:
+                transaction.on_commit(lambda: _schedule_embedding(corpus.pk))
+    except IntegrityError:
+        # The same bytes were ingested concurrently; theirs stands.
+        existing = document_get_by_hash(corpus=corpus, content_hash=content_hash)
+        if existing is None:
+            raise
+        return _already_ingested(existing)
+    return IngestResult(document, True, len(spans), f"ingested {filename!r}: {len(spans)} passages")
+
+
+def _too_large(filename: str, size: int) -> str:
+    return f"{filename!r} is {size} bytes; the limit is {settings.INGEST_MAX_FILE_BYTES}"
+
+
+def _already_ingested(document: Document) -> IngestResult:
+    return IngestResult(
+        document,
+        False,
+        document.passages.count(),
+        f"skipped: same content already ingested as document {document.pk} ({document.source_name!r})",
+    )
+
+
+def _schedule_embedding(corpus_id: int) -> None:
+    from tasks.embeddings import corpus_embedding_schedule
+
+    corpus_embedding_schedule(corpus_id=corpus_id)
+
+
+def passage_embedding_input(*, text: str, heading_path: list[str]) -> str:
+    """What the embedder sees: the section path gives a passage the context it lacks alone."""
+    if heading_path:
+        return " > ".join(heading_path) + "\n" + text
+    return text
+
+
+def passage_embed_pending(
+    *,
+    corpus: Corpus,
+    embedder: Embedder | None = None,
+    batch_size: int | None = None,
+    limit: int | None = None,
+    progress: Callable[[int], None] | None = None,
+) -> int:
+    """Embed the corpus's passages that have no vector from the current model, in batches,
+    each written in its own transaction so that dense search improves as it goes."""
+    embedder = embedder or get_embedder()
+    if embedder is None:
+        return 0
+    batch_size = batch_size or settings.EMBEDDING_BATCH_SIZE
+    done, last_id = 0, 0
+    while limit is None or done < limit:
+        size = batch_size if limit is None else min(batch_size, limit - done)
+        batch = list(
+            Passage.objects.filter(corpus=corpus, pk__gt=last_id)
+            .exclude(embedding_model=embedder.name)
+            .order_by("pk")
+            .values_list("pk", "text", "heading_path")[:size]
+        )
+        if not batch:
+            break
+        vectors = embedder.embed_documents(
+            [passage_embedding_input(text=text, heading_path=path) for _, text, path in batch]
+        )
+        with transaction.atomic():
+            for (pk, _, _), vector in zip(batch, vectors, strict=True):
+                Passage.objects.filter(pk=pk).update(
+                    embedding=vector_to_bytes(vector), embedding_model=embedder.name
+                )
+            corpus_bump_index_version(corpus_id=corpus.pk)
+        done += len(batch)
+        last_id = batch[-1][0]
+        if progress is not None:
+            progress(done)
+    return done

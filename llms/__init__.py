@@ -1,0 +1,1 @@
+"""Model providers, agents and the offline engine; arrives with the research-core issue."""

@@ -1,0 +1,1 @@
+"""In-app notifications; arrives with the research-core issue."""

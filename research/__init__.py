@@ -1,0 +1,1 @@
+"""Research reports: lifecycle, services, citations renderer; arrives with the research-core issue."""

@@ -1,0 +1,1 @@
+"""Celery tasks (thin wrappers over services) and the beat schedule."""
