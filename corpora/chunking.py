@@ -28,8 +28,11 @@ _ABBREVIATIONS = frozenset(
     """.split()
 )
 _WORD = re.compile(r"\S+")
-_NUMBERED = re.compile(r"^(?:(?:article|section|part|chapter|schedule|exhibit|annex)\s+)?"
-                       r"([0-9]+(?:\.[0-9]+)*|[ivxlc]+|[a-z])[.)]?\s+\S", re.IGNORECASE)
+_NUMBERED = re.compile(
+    r"^(?:(?:article|section|part|chapter|schedule|exhibit|annex)\s+)?"
+    r"([0-9]+(?:\.[0-9]+)*|[ivxlc]+|[a-z])[.)]?\s+\S",
+    re.IGNORECASE,
+)
 _HEADING_MAX_WORDS = 12
 # How far a passage may exceed the limits when it starts with headings.
 HEADING_SLACK_WORDS = 30
@@ -117,12 +120,13 @@ class _PassageBuilder:
     def add_heading(self, unit: _Unit) -> None:
         if self._units and (self._body_words() >= self.min_words or not self._fits(unit)):
             self.flush()
-        title = _heading_title(self.text[unit.start:unit.end])
+        title = _heading_title(self.text[unit.start : unit.end])
         while self._stack and self._stack[-1][0] >= unit.heading_level:
             self._stack.pop()
         self._stack.append((unit.heading_level, title))
         del self._stack[:-_HEADING_PATH_MAX_DEPTH]
-        if not self._units:
+        if not self._body_words():
+            # Until its body starts, a passage belongs to the latest heading.
             self._path_at_start = self.path()
         self._units.append(unit)
 
@@ -275,9 +279,7 @@ def _split_body(
     cur: list[tuple[int, int, int]] = []
     cur_words = 0
     for p_start, p_end, p_words in pieces:
-        too_long = cur and (
-            cur_words + p_words > max_words or p_end - cur[0][0] > max_chars
-        )
+        too_long = cur and (cur_words + p_words > max_words or p_end - cur[0][0] > max_chars)
         if cur and (too_long or cur_words >= goal):
             units.append(_Unit(cur[0][0], cur[-1][1], cur_words, None))
             cur, cur_words = [], 0
@@ -291,7 +293,7 @@ def _split_body(
 def _sentences(text: str, start: int, end: int):
     cursor = start
     for match in _SENTENCE_END.finditer(text, start, end):
-        before = text[cursor:match.start() + 1].split()
+        before = text[cursor : match.start() + 1].split()
         last = before[-1].rstrip(".!?").lower() if before else ""
         if last in _ABBREVIATIONS or (len(last) == 1 and last.isalpha()):
             continue

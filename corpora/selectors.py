@@ -206,8 +206,9 @@ def _hydrate(ranked: list[tuple[int, float]]) -> list[PassageHit]:
 
 
 # --- Exact phrase and neighbourhood ---------------------------------------------------------
-_QUOTES = str.maketrans({"\u201c": '"', "\u201d": '"', "\u201e": '"', "\u2018": "'", "\u2019": "'",
-                         "\u00a0": " "})
+_QUOTES = str.maketrans(
+    {"\u201c": '"', "\u201d": '"', "\u201e": '"', "\u2018": "'", "\u2019": "'", "\u00a0": " "}
+)
 _SPACES = re.compile(r"\s+")
 
 
@@ -232,9 +233,7 @@ def passage_exact_search(
     return hits[:top_k]
 
 
-def passage_neighbours(
-    *, corpus: Corpus, passage_id: int, before: int = 1, after: int = 1
-) -> list[Passage]:
+def passage_neighbours(*, corpus: Corpus, passage_id: int, before: int = 1, after: int = 1) -> list[Passage]:
     """The passage and its neighbours in document order, for reading context."""
     before = max(0, min(int(before), NEIGHBOURS_MAX_WINDOW))
     after = max(0, min(int(after), NEIGHBOURS_MAX_WINDOW))

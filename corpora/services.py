@@ -46,9 +46,7 @@ def cli_user_ensure(*, username: str) -> AbstractBaseUser:
 def corpus_create(*, creator: AbstractBaseUser, name: str, description: str = "") -> Corpus:
     name = " ".join((name or "").split())
     if not name or len(name) > CORPUS_NAME_MAX_LENGTH:
-        raise CorpusNameInvalid(
-            f"a corpus name is 1 to {CORPUS_NAME_MAX_LENGTH} characters", field="name"
-        )
+        raise CorpusNameInvalid(f"a corpus name is 1 to {CORPUS_NAME_MAX_LENGTH} characters", field="name")
     if Corpus.objects.filter(creator=creator, name=name).exists():
         raise CorpusNameTaken(f"you already have a corpus named {name!r}", field="name")
     try:
@@ -124,7 +122,7 @@ def document_ingest(
                         corpus=corpus,
                         document=document,
                         ordinal=ordinal,
-                        text=text[span.start:span.end],
+                        text=text[span.start : span.end],
                         start=span.start,
                         end=span.end,
                         page=span.page,

@@ -41,9 +41,7 @@ class DenseIndex:
         limit = min(limit, len(scores))
         top = np.argpartition(-scores, limit - 1)[:limit]
         top = top[np.argsort(-scores[top], kind="stable")]
-        return [
-            (int(self.passage_ids[i]), float(scores[i])) for i in top if np.isfinite(scores[i])
-        ]
+        return [(int(self.passage_ids[i]), float(scores[i])) for i in top if np.isfinite(scores[i])]
 
 
 class DenseIndexCache:

@@ -40,6 +40,4 @@ def weighted_rrf(
         scores.items(),
         key=lambda item: (-item[1], lexical_ranks.get(item[0], 1 << 30), item[0]),
     )
-    return [
-        FusedHit(pid, score, lexical_ranks.get(pid), dense_ranks.get(pid)) for pid, score in ordered
-    ]
+    return [FusedHit(pid, score, lexical_ranks.get(pid), dense_ranks.get(pid)) for pid, score in ordered]

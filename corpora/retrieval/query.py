@@ -66,9 +66,7 @@ def parse_query(text: str) -> ParsedQuery:
         terms = list(dict.fromkeys(all_words))
     stripped = text.strip()
     is_question = bool(all_words) and (
-        "?" in stripped
-        or all_words[0] in _QUESTION_STARTS
-        or len(all_words) >= _QUESTION_MIN_WORDS
+        "?" in stripped or all_words[0] in _QUESTION_STARTS or len(all_words) >= _QUESTION_MIN_WORDS
     )
     return ParsedQuery(
         text=stripped,

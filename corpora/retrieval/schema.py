@@ -45,8 +45,7 @@ POSTGRES_INSTALL = [
             setweight(to_tsvector('english'::regconfig, text), 'A')
             || setweight(to_tsvector('english'::regconfig, heading_path), 'C')
         ) STORED""",
-    "CREATE INDEX IF NOT EXISTS corpora_passage_search_gin ON corpora_passage "
-    "USING gin (search_vector)",
+    "CREATE INDEX IF NOT EXISTS corpora_passage_search_gin ON corpora_passage USING gin (search_vector)",
 ]
 POSTGRES_UNINSTALL = [
     "DROP INDEX IF EXISTS corpora_passage_search_gin",

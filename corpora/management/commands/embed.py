@@ -26,8 +26,10 @@ class Command(BaseCommand):
             corpus = corpus_get_for_user(user=user, name=options["corpus"])
             stats = corpus_stats(corpus=corpus)
             bar = tqdm(
-                total=stats["passages"] - stats["embedded_passages"], unit="passage",
-                disable=not stderr_is_tty(), file=sys.stderr,
+                total=stats["passages"] - stats["embedded_passages"],
+                unit="passage",
+                disable=not stderr_is_tty(),
+                file=sys.stderr,
             )
             done = passage_embed_pending(
                 corpus=corpus, limit=options["limit"], progress=lambda n: bar.update(n - bar.n)

@@ -40,8 +40,14 @@ class Command(BaseCommand):
         for path in missing:
             self.stderr.write(f"not found: {path}")
 
-        summary = {"corpus": corpus.name, "corpus_id": corpus.pk, "added": 0, "skipped": 0,
-                   "failed": len(missing), "passages": 0}
+        summary = {
+            "corpus": corpus.name,
+            "corpus_id": corpus.pk,
+            "added": 0,
+            "skipped": 0,
+            "failed": len(missing),
+            "passages": 0,
+        }
         failures: list[dict[str, str]] = [
             {"path": str(p), "code": "file_not_found", "message": "no such file or folder"} for p in missing
         ]
@@ -53,25 +59,31 @@ class Command(BaseCommand):
             except ApplicationError as error:
                 summary["failed"] += 1
                 failures.append({"path": str(path), "code": error.code, "message": error.message})
-                tqdm.write(f"failed [{error.code}]: {error.message}", file=sys.stderr)
+                self._say(f"failed [{error.code}]: {error.message}", bar)
                 continue
             except OSError as error:
                 summary["failed"] += 1
                 failures.append({"path": str(path), "code": "unreadable", "message": str(error)})
-                tqdm.write(f"failed [unreadable]: {path}: {error}", file=sys.stderr)
+                self._say(f"failed [unreadable]: {path}: {error}", bar)
                 continue
             if result.created:
                 summary["added"] += 1
                 summary["passages"] += result.passages
             else:
                 summary["skipped"] += 1
-                tqdm.write(f"{path}: {result.message}", file=sys.stderr)
+                self._say(f"{path}: {result.message}", bar)
         bar.close()
         summary["ingest_seconds"] = round(time.perf_counter() - started, 3)
         summary["embedding"] = self._embed(corpus, options["no_embed"])
         summary["failures"] = failures
         summary["seconds"] = round(time.perf_counter() - started, 3)
         self.stdout.write(dumps(summary))
+
+    def _say(self, message: str, bar: tqdm) -> None:
+        if bar.disable:
+            self.stderr.write(message)
+        else:
+            bar.write(message, file=sys.stderr)
 
     def _corpus(self, user, name):
         try:
@@ -126,12 +138,9 @@ def _collect(raw_paths: list[str]) -> tuple[list[Path], list[Path]]:
     for raw in raw_paths:
         path = Path(raw)
         if path.is_dir():
-            files.extend(
-                sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
-            )
+            files.extend(sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")))
         elif path.is_file():
             files.append(path)
         else:
             missing.append(path)
     return files, missing
-

@@ -1,0 +1,40 @@
+# Deepcite developer commands. Everything runs from the .venv at the repository root.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DEMO_CORPUS := Northwind demo
+
+.PHONY: install test test-postgres lint demo bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet --disable-pip-version-check --upgrade pip
+	# torch first: the CPU build (see README), so nothing pulls the CUDA one.
+	$(BIN)/pip install --quiet --disable-pip-version-check "torch==2.13.0"
+	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[dev]"
+	touch $@
+
+install: $(VENV)/.installed
+
+test: install
+	$(BIN)/pytest
+
+test-postgres: install
+	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} $(BIN)/pytest
+
+lint: install
+	$(BIN)/ruff check .
+	$(BIN)/python manage.py makemigrations --check --dry-run
+
+demo: install
+	$(BIN)/python manage.py migrate --noinput -v 0
+	$(BIN)/python manage.py ingest examples/northwind --corpus "$(DEMO_CORPUS)"
+	$(BIN)/python manage.py search --corpus "$(DEMO_CORPUS)" "How long are backups kept after a document is deleted?" --top-k 3
+
+bench: install
+	$(BIN)/python bench/retrieval.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis deepcite.sqlite3 deepcite.sqlite3-*

@@ -1,0 +1,151 @@
+import numpy as np
+import pytest
+
+from corpora.embedding import MINILM_DIM, MINILM_NAME, OpenAICompatibleEmbedder, get_embedder
+from corpora.exceptions import EmbeddingUnavailable
+from corpora.models import Passage
+from corpora.selectors import corpus_stats, passage_search
+from corpora.services import passage_embed_pending
+from tasks.embeddings import embed_pending_sweep, in_process_worker
+from tests.embedding_server import EmbeddingServer
+from tests.factories import ingest_samples, ingest_text
+
+
+@pytest.fixture
+def embedding_server(settings):
+    with EmbeddingServer() as server:
+        settings.EMBEDDING_BACKEND = "openai"
+        settings.EMBEDDING_URL = server.url
+        settings.EMBEDDING_MODEL = "bag-of-words"
+        settings.EMBEDDING_API_KEY = "sk-test"
+        yield server
+
+
+@pytest.fixture
+def minilm(settings):
+    settings.EMBEDDING_BACKEND = "minilm"
+    return get_embedder()
+
+
+def test_openai_compatible_embedder_posts_batches_and_orders_by_index(embedding_server):
+    embedder = OpenAICompatibleEmbedder(base_url=embedding_server.url, model="m", api_key="k", batch_size=2)
+
+    vectors = embedder.embed_documents(["alpha beta", "gamma", "alpha beta"])
+
+    assert vectors.shape == (3, 64)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0)
+    assert np.allclose(vectors[0], vectors[2])
+    assert [len(r["body"]["input"]) for r in embedding_server.requests] == [2, 1]
+    assert embedding_server.requests[0]["path"] == "/v1/embeddings"
+    assert embedding_server.requests[0]["auth"] == "Bearer k"
+
+
+def test_endpoint_errors_become_embedding_unavailable(embedding_server):
+    embedding_server.fail_with = 503
+    embedder = OpenAICompatibleEmbedder(base_url=embedding_server.url, model="m")
+
+    with pytest.raises(EmbeddingUnavailable, match="HTTP 503") as error:
+        embedder.embed_query("x")
+
+    assert error.value.code == "embedding_unavailable"
+
+
+def test_unreachable_endpoint_becomes_embedding_unavailable():
+    embedder = OpenAICompatibleEmbedder(base_url="http://127.0.0.1:9/v1", model="m", timeout=2)
+
+    with pytest.raises(EmbeddingUnavailable, match="unreachable"):
+        embedder.embed_query("x")
+
+
+def test_embedding_is_incremental_and_dense_search_uses_what_is_embedded(corpus, embedding_server):
+    ingest_samples(corpus, schedule_embedding=False)
+    total = Passage.objects.filter(corpus=corpus).count()
+
+    first = passage_embed_pending(corpus=corpus, limit=1)
+    partial = passage_search(corpus=corpus, query="software licence", top_k=10, mode="dense")
+    rest = passage_embed_pending(corpus=corpus)
+    full = passage_search(corpus=corpus, query="software licence", top_k=10, mode="dense")
+
+    assert first == 1
+    assert len(partial) == 1
+    assert rest == total - 1
+    assert len(full) == total
+    assert corpus_stats(corpus=corpus)["embedded_passages"] == total
+    assert corpus_stats(corpus=corpus)["embedding_complete"]
+    assert passage_embed_pending(corpus=corpus) == 0
+
+
+def test_dense_ranks_by_vector_similarity(corpus, embedding_server):
+    ingest_samples(corpus, schedule_embedding=False)
+    passage_embed_pending(corpus=corpus)
+
+    [hit] = passage_search(
+        corpus=corpus, query="sublicense the Software licence Licensee", top_k=1, mode="dense"
+    )
+
+    assert "non-transferable licence" in hit.passage.text
+
+
+def test_hybrid_falls_back_to_lexical_when_the_endpoint_is_down(corpus, embedding_server):
+    ingest_samples(corpus, schedule_embedding=False)
+    passage_embed_pending(corpus=corpus)
+    embedding_server.fail_with = 500
+
+    hybrid = passage_search(corpus=corpus, query="Delaware", top_k=3)
+    lexical = passage_search(corpus=corpus, query="Delaware", top_k=3, mode="lexical")
+
+    assert [h.passage.pk for h in hybrid] == [h.passage.pk for h in lexical]
+    with pytest.raises(EmbeddingUnavailable):
+        passage_search(corpus=corpus, query="Delaware", top_k=3, mode="dense")
+
+
+def test_a_new_model_re_embeds_and_never_mixes_vectors(corpus, embedding_server, settings):
+    ingest_samples(corpus, schedule_embedding=False)
+    passage_embed_pending(corpus=corpus)
+    settings.EMBEDDING_MODEL = "bag-of-words-v2"
+
+    assert corpus_stats(corpus=corpus)["embedded_passages"] == 0
+    assert passage_search(corpus=corpus, query="Delaware", top_k=3, mode="dense") == []
+    assert passage_embed_pending(corpus=corpus) == Passage.objects.filter(corpus=corpus).count()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ingest_schedules_background_embedding_in_process_without_a_broker(user, embedding_server):
+    from corpora.services import corpus_create
+
+    corpus = corpus_create(creator=user, name="Background")
+
+    result = ingest_text(corpus, "initech.txt", "The Licensee shall not sublicense the Software.")
+    in_process_worker.join()
+
+    passage = result.document.passages.get()
+    assert passage.embedding_model == "openai:bag-of-words"
+    assert len(bytes(passage.embedding)) == 64 * 4
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sweep_finds_corpora_with_pending_passages(user, embedding_server, settings):
+    from corpora.services import corpus_create
+
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    corpus = corpus_create(creator=user, name="Sweep")
+    ingest_text(corpus, "a.txt", "Pending passage text.", schedule_embedding=False)
+
+    assert embed_pending_sweep.apply().get() == 1
+    assert corpus_stats(corpus=corpus)["embedding_complete"]
+
+
+@pytest.mark.embedding
+def test_minilm_loads_from_the_package_and_ranks_questions(corpus, minilm):
+    ingest_samples(corpus, schedule_embedding=False)
+
+    passage_embed_pending(corpus=corpus)
+    [dense] = passage_search(
+        corpus=corpus, query="Which state's law applies to the contract?", top_k=1, mode="dense"
+    )
+    hybrid = passage_search(corpus=corpus, query="Which state's law applies to the contract?", top_k=3)
+
+    assert minilm.name == MINILM_NAME
+    assert minilm.embed_query("x").shape == (MINILM_DIM,)
+    assert "Delaware" in dense.passage.text
+    assert "Delaware" in hybrid[0].passage.text

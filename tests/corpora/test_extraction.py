@@ -1,0 +1,109 @@
+import pytest
+
+from corpora.exceptions import CorruptFile, EmptyDocument, UnsupportedFileType
+from corpora.extraction import extract, file_type_for
+from corpora.models import FileType
+from tests.documents import docx_bytes, pdf_bytes
+
+
+def test_file_type_comes_from_the_suffix_case_insensitively():
+    assert file_type_for("a/b/Report.PDF") == FileType.PDF
+    assert file_type_for("notes.markdown") == FileType.MD
+    assert file_type_for("page.htm") == FileType.HTML
+
+
+def test_unknown_suffix_is_refused_with_a_code():
+    with pytest.raises(UnsupportedFileType) as error:
+        file_type_for("archive.zip")
+
+    assert error.value.code == "unsupported_file_type"
+    assert ".zip" in error.value.message
+
+
+def test_text_is_normalised_to_one_newline_convention_without_control_characters():
+    extracted = extract(b"line one\r\nline two\rline three\x07\x0cpage two", FileType.TXT, filename="a.txt")
+
+    assert extracted.text == "line one\nline two\nline three\n\npage two"
+
+
+def test_non_utf8_text_falls_back_to_cp1252():
+    extracted = extract("Caf\u00e9 \u201cquoted\u201d".encode("cp1252"), FileType.TXT, filename="a.txt")
+
+    assert extracted.text == "Caf\u00e9 \u201cquoted\u201d"
+
+
+def test_binary_content_with_a_text_suffix_is_corrupt():
+    with pytest.raises(CorruptFile) as error:
+        extract(bytes(range(256)) * 20, FileType.TXT, filename="image.txt")
+
+    assert error.value.code == "corrupt_file"
+
+
+def test_whitespace_only_file_is_an_empty_document():
+    with pytest.raises(EmptyDocument):
+        extract(b"  \n\n\t ", FileType.TXT, filename="blank.txt")
+
+
+def test_html_keeps_visible_text_only_with_headings_and_paragraphs():
+    html = b"""<html><head><title>T</title><style>p {color: red}</style>
+    <script>var secret = "do not index";</script></head>
+    <body><nav>Menu</nav><h1>Privacy   Policy</h1><p>We keep <b>nothing</b>.<br>Ever.</p>
+    <div hidden>hidden text</div><p style="display: none">also hidden</p>
+    <!-- a comment --><noscript>enable js</noscript><p>Contact us.</p></body></html>"""
+
+    extracted = extract(html, FileType.HTML, filename="p.html")
+
+    assert extracted.text == "Menu\n\nPrivacy Policy\n\nWe keep nothing. Ever.\n\nContact us."
+    [heading] = extracted.headings
+    assert extracted.text[heading.start : heading.end] == "Privacy Policy"
+    assert heading.level == 1
+
+
+def test_pdf_keeps_page_numbers_per_page_span():
+    content = pdf_bytes([["First page text."], ["Second page (with parens)."]])
+
+    extracted = extract(content, FileType.PDF, filename="x.pdf")
+
+    assert [p.number for p in extracted.pages] == [1, 2]
+    first, second = extracted.pages
+    assert extracted.text[first.start : first.end] == "First page text."
+    assert extracted.text[second.start : second.end] == "Second page (with parens)."
+
+
+def test_truncated_pdf_is_corrupt():
+    content = pdf_bytes([["Some text."]])
+
+    with pytest.raises((CorruptFile, EmptyDocument)):
+        extract(content[:60], FileType.PDF, filename="broken.pdf")
+
+
+def test_docx_paragraphs_headings_and_tables():
+    content = docx_bytes(
+        [
+            ("Title", "Master Services Agreement"),
+            ("Heading 1", "Fees"),
+            ("Normal", "Fees are due monthly."),
+            ("table", "Tier | Price"),
+        ]
+    )
+
+    extracted = extract(content, FileType.DOCX, filename="m.docx")
+
+    assert extracted.text == "Master Services Agreement\n\nFees\n\nFees are due monthly.\n\nTier | Price"
+    assert [(extracted.text[h.start : h.end], h.level) for h in extracted.headings] == [
+        ("Master Services Agreement", 1),
+        ("Fees", 1),
+    ]
+
+
+def test_garbage_with_docx_suffix_is_corrupt():
+    with pytest.raises(CorruptFile):
+        extract(b"PK\x03\x04 not really a zip", FileType.DOCX, filename="bad.docx")
+
+
+def test_markdown_headings_inside_code_fences_are_not_headings():
+    text = b"# Real\n\n```\n# not a heading\n```\n\n## Also real"
+
+    extracted = extract(text, FileType.MD, filename="a.md")
+
+    assert [extracted.text[h.start : h.end] for h in extracted.headings] == ["# Real", "## Also real"]

@@ -1,0 +1,67 @@
+"""Real files of each supported format, built in memory for tests."""
+
+import io
+
+
+def pdf_bytes(pages: list[list[str]]) -> bytes:
+    """A valid PDF with one text line per entry, one page per list (Helvetica, WinAnsi)."""
+    objects: list[bytes] = []
+
+    def add(body: bytes) -> int:
+        objects.append(body)
+        return len(objects)
+
+    font = add(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
+    pages_id = len(objects) + 1 + 2 * len(pages)
+    page_ids = []
+    for lines in pages:
+        ops = [b"BT /F1 12 Tf 14 TL 72 760 Td"]
+        for line in lines:
+            escaped = line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+            ops.append(b"(" + escaped.encode("cp1252") + b") Tj T*")
+        ops.append(b"ET")
+        stream = b"\n".join(ops)
+        content = add(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
+        page_ids.append(
+            add(
+                b"<< /Type /Page /Parent %d 0 R /MediaBox [0 0 612 792] "
+                b"/Resources << /Font << /F1 %d 0 R >> >> /Contents %d 0 R >>" % (pages_id, font, content)
+            )
+        )
+    kids = b" ".join(b"%d 0 R" % i for i in page_ids)
+    assert add(b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, len(page_ids))) == pages_id
+    catalog = add(b"<< /Type /Catalog /Pages %d 0 R >>" % pages_id)
+
+    out = io.BytesIO()
+    out.write(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(out.tell())
+        out.write(b"%d 0 obj\n" % number + body + b"\nendobj\n")
+    xref = out.tell()
+    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
+    for offset in offsets:
+        out.write(b"%010d 00000 n \n" % offset)
+    out.write(
+        b"trailer\n<< /Size %d /Root %d 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, catalog, xref)
+    )
+    return out.getvalue()
+
+
+def docx_bytes(blocks: list[tuple[str, str]]) -> bytes:
+    """A .docx from (style, text) pairs: style "Heading 1".."Heading 9", "Title" or "Normal";
+    a style of "table" makes a one-row table of the text's " | "-separated cells."""
+    import docx
+
+    document = docx.Document()
+    for style, text in blocks:
+        if style == "table":
+            cells = text.split(" | ")
+            table = document.add_table(rows=1, cols=len(cells))
+            for cell, value in zip(table.rows[0].cells, cells, strict=True):
+                cell.text = value
+        else:
+            document.add_paragraph(text, style=style)
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()

@@ -1,0 +1,53 @@
+"""Test data built through the services, so tests see what users get."""
+
+from corpora.services import document_ingest
+
+ACME_SUPPLY = """# Supply Agreement
+
+This Supply Agreement is made between Acme Corporation ("Supplier") and Globex Inc. ("Buyer").
+
+## Limitation of Liability
+
+In no event shall either party be liable for any indirect, incidental or consequential damages.
+The total liability of the Supplier under this Agreement shall not exceed the fees paid by the
+Buyer in the twelve months preceding the claim.
+
+## Governing Law
+
+This Agreement shall be governed by and construed in accordance with the laws of the State of
+Delaware, without regard to its conflict of laws principles.
+
+## Insurance
+
+The Supplier shall maintain commercial general liability insurance with limits of not less than
+two million dollars per occurrence, and shall name the Buyer as an additional insured.
+"""
+
+INITECH_LICENSE = """SOFTWARE LICENSE AGREEMENT
+
+1. GRANT OF LICENSE
+
+Initech grants the Licensee a non-exclusive, non-transferable licence to use the Software
+for internal business purposes only. The Licensee shall not sublicense the Software.
+
+2. TERMINATION
+
+Either party may terminate this Agreement for convenience upon ninety days written notice.
+Upon termination the Licensee shall destroy all copies of the Software.
+
+3. NON-COMPETE
+
+During the term and for two years thereafter, the Licensee shall not develop a competing
+product that replicates the functionality of the Software.
+"""
+
+
+def ingest_text(corpus, filename: str, text: str, **kwargs):
+    return document_ingest(corpus=corpus, content=text.encode("utf-8"), filename=filename, **kwargs)
+
+
+def ingest_samples(corpus, **kwargs):
+    return [
+        ingest_text(corpus, "acme-supply.md", ACME_SUPPLY, **kwargs),
+        ingest_text(corpus, "initech-license.txt", INITECH_LICENSE, **kwargs),
+    ]
