@@ -9,8 +9,8 @@ PASSAGE_MAX_CHARS = 1200
 
 SEARCH_MAX_TOP_K = 500
 SEARCH_MAX_QUERY_CHARS = 2000
-# How deep each ranker looks before fusion.
-FUSION_CANDIDATES_MIN = 100
+# How deep each ranker looks before fusion (at least twice the results asked for).
+FUSION_CANDIDATES_MIN = 200
 NEIGHBOURS_MAX_WINDOW = 10
 
 SEARCH_MODE_HYBRID = "hybrid"

@@ -7,6 +7,7 @@ import os
 import threading
 import urllib.error
 import urllib.request
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache
 from typing import Protocol
 
@@ -156,6 +157,26 @@ def _embedder_for(backend: str, url: str, model: str, api_key: str, timeout: flo
             raise EmbeddingUnavailable("EMBEDDING_BACKEND=openai needs EMBEDDING_URL")
         return OpenAICompatibleEmbedder(base_url=url, model=model, api_key=api_key, timeout=timeout)
     raise EmbeddingUnavailable(f"unknown EMBEDDING_BACKEND {backend!r} (minilm, openai or none)")
+
+
+def _one_inference_thread() -> None:
+    # A query is one short sequence: one core embeds it about as fast as two, and leaves the
+    # other core to the lexical query that runs beside it. torch's setting is per thread.
+    try:
+        import torch
+    except ImportError:  # an HTTP embedder needs no torch
+        return
+    torch.set_num_threads(1)
+
+
+_query_pool = ThreadPoolExecutor(
+    max_workers=4, thread_name_prefix="deepcite-query-embed", initializer=_one_inference_thread
+)
+
+
+def embed_query_async(embedder: Embedder, text: str) -> "Future[np.ndarray]":
+    """Embed a search query off the calling thread (the model releases the GIL)."""
+    return _query_pool.submit(embedder.embed_query, text)
 
 
 def vector_to_bytes(vector: np.ndarray) -> bytes:

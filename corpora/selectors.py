@@ -4,11 +4,11 @@ a corpus the caller already resolved through corpus_get_for_user."""
 import logging
 import re
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
 from guardian.shortcuts import get_objects_for_user
@@ -23,7 +23,7 @@ from corpora.constants import (
     SEARCH_MODE_LEXICAL,
     SEARCH_MODES,
 )
-from corpora.embedding import Embedder, get_embedder
+from corpora.embedding import Embedder, embed_query_async, get_embedder
 from corpora.exceptions import (
     CorpusAmbiguous,
     CorpusNotFound,
@@ -42,12 +42,20 @@ from corpora.retrieval.query import ParsedQuery, parse_query, words
 
 logger = logging.getLogger(__name__)
 
-# Embeds queries off the request thread; the model releases the GIL while it computes.
-_query_embedding_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="deepcite-query-embed")
 
 VIEW_CORPUS = "corpora.view_corpus"
 
 User = AbstractBaseUser | AnonymousUser
+
+
+# --- Users ----------------------------------------------------------------------------------
+def cli_user_get(*, username: str) -> AbstractBaseUser:
+    """The account a read-only command acts as; unknown names get the not-found error that a
+    hidden corpus gets, so a command never tells which accounts exist."""
+    user = get_user_model().objects.filter(username=username).first()
+    if user is None:
+        raise CorpusNotFound(f"no corpus visible to {username!r}")
+    return user
 
 
 # --- Corpora --------------------------------------------------------------------------------
@@ -165,12 +173,13 @@ def _rank(
         if embedder is None:
             raise DenseSearchUnavailable("dense search is off (EMBEDDING_BACKEND=none)", field="mode")
         return _dense(corpus, embedder, parsed.text, top_k, document_ids)
-    depth = max(FUSION_CANDIDATES_MIN, top_k)
+    # Each ranker looks deeper than the answer so that passages both rank fairly well surface.
+    depth = max(FUSION_CANDIDATES_MIN, 2 * top_k)
     index = dense_indexes.get(corpus_id=corpus.pk, model=embedder.name) if embedder else None
     # The query embedding is the slow part on CPU: it runs beside the lexical query.
     vector = None
     if index is not None and len(index.passage_ids):
-        vector = _query_embedding_pool.submit(embedder.embed_query, parsed.text)
+        vector = embed_query_async(embedder, parsed.text)
     lexical = lexical_ranking(corpus_id=corpus.pk, query=parsed, limit=depth, document_ids=document_ids)
     dense: list[tuple[int, float]] = []
     if vector is not None:
@@ -196,7 +205,7 @@ def _dense(corpus: Corpus, embedder: Embedder, text: str, limit: int, document_i
     index = dense_indexes.get(corpus_id=corpus.pk, model=embedder.name)
     if not len(index.passage_ids):
         return []
-    return index.rank(embedder.embed_query(text), limit=limit, document_ids=document_ids)
+    return index.rank(embed_query_async(embedder, text).result(), limit=limit, document_ids=document_ids)
 
 
 def _hydrate(ranked: list[tuple[int, float]]) -> list[PassageHit]:

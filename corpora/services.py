@@ -86,10 +86,13 @@ def document_ingest(
     if path is not None:
         path = Path(path)
         filename = filename or path.name
-        size = path.stat().st_size
-        if size > settings.INGEST_MAX_FILE_BYTES:
-            raise FileTooLarge(_too_large(filename, size))
-        content = path.read_bytes()
+        try:
+            size = path.stat().st_size
+            if size > settings.INGEST_MAX_FILE_BYTES:
+                raise FileTooLarge(_too_large(filename, size))
+            content = path.read_bytes()
+        except OSError as exc:
+            raise IngestError(f"{str(path)!r}: {exc.strerror or exc}", code="unreadable_file") from exc
     if not filename:
         raise IngestError("a filename is needed to know the file type", code="filename_required")
     file_type = file_type_for(filename)

@@ -2,7 +2,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from corpora.retrieval.dense import dense_indexes
-from corpora.retrieval.lexical import fts5_statistics
+from corpora.retrieval.lexical import term_statistics
 from corpora.services import corpus_create
 
 
@@ -10,10 +10,10 @@ from corpora.services import corpus_create
 def _fresh_process_caches():
     # Tests reuse primary keys across rolled-back transactions; process caches must not.
     dense_indexes.clear()
-    fts5_statistics.clear()
+    term_statistics.clear()
     yield
     dense_indexes.clear()
-    fts5_statistics.clear()
+    term_statistics.clear()
 
 
 @pytest.fixture

@@ -2,6 +2,19 @@
 
 from corpora.services import document_ingest
 
+# What `manage.py search --json` promises for each hit.
+SEARCH_HIT_FIELDS = {
+    "passage_id",
+    "document_id",
+    "document_title",
+    "source_name",
+    "page",
+    "start",
+    "end",
+    "text",
+    "score",
+}
+
 ACME_SUPPLY = """# Supply Agreement
 
 This Supply Agreement is made between Acme Corporation ("Supplier") and Globex Inc. ("Buyer").

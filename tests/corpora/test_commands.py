@@ -7,7 +7,7 @@ from django.core.management import CommandError, call_command
 from corpora.models import Corpus, Document, Passage
 from tests.documents import pdf_bytes
 from tests.embedding_server import EmbeddingServer
-from tests.factories import ACME_SUPPLY, INITECH_LICENSE
+from tests.factories import ACME_SUPPLY, INITECH_LICENSE, SEARCH_HIT_FIELDS
 
 
 def run(*args) -> tuple[str, str]:
@@ -70,17 +70,7 @@ def test_search_prints_a_json_array_of_passages(folder):
 
     hits = json.loads(out)
     assert 1 <= len(hits) <= 2
-    assert set(hits[0]) == {
-        "passage_id",
-        "document_id",
-        "document_title",
-        "source_name",
-        "page",
-        "start",
-        "end",
-        "text",
-        "score",
-    }
+    assert set(hits[0]) == SEARCH_HIT_FIELDS
     assert hits[0]["source_name"] == "acme.md"
     document = Document.objects.get(pk=hits[0]["document_id"])
     assert document.text[hits[0]["start"] : hits[0]["end"]] == hits[0]["text"]

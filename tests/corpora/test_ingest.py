@@ -219,3 +219,14 @@ def test_stored_passages_are_exact_slices_of_the_stored_text(corpus, text, suffi
     for passage in document.passages.all():
         assert document.text[passage.start : passage.end] == passage.text
     document.delete()
+
+
+@pytest.mark.parametrize("name", ["missing.txt", "a-folder.txt"])
+def test_unreadable_paths_are_an_ingest_error(corpus, tmp_path, name):
+    (tmp_path / "a-folder.txt").mkdir()
+
+    with pytest.raises(IngestError) as error:
+        document_ingest(corpus=corpus, path=tmp_path / name)
+
+    assert error.value.code == "unreadable_file"
+    assert Document.objects.count() == 0

@@ -11,7 +11,7 @@ from corpora.exceptions import (
 )
 from corpora.selectors import passage_exact_search, passage_neighbours, passage_search
 from corpora.services import corpus_create
-from tests.factories import ingest_samples, ingest_text
+from tests.factories import SEARCH_HIT_FIELDS, ingest_samples, ingest_text
 
 
 @pytest.fixture
@@ -83,17 +83,7 @@ def test_hit_as_dict_has_the_documented_fields(corpus, samples):
 
     data = hit.as_dict()
 
-    assert set(data) == {
-        "passage_id",
-        "document_id",
-        "document_title",
-        "source_name",
-        "page",
-        "start",
-        "end",
-        "text",
-        "score",
-    }
+    assert set(data) == SEARCH_HIT_FIELDS
     assert data["source_name"] == "acme-supply.md"
     assert hit.passage.document.text[data["start"] : data["end"]] == data["text"]
 
@@ -221,3 +211,22 @@ def test_neighbours_of_a_passage_in_another_corpus_are_not_found(user, corpus, s
 
     with pytest.raises(PassageNotFound):
         passage_neighbours(corpus=other, passage_id=passage.pk)
+
+
+def test_very_common_terms_are_skipped_only_when_rarer_ones_match(user):
+    # Passages all saying "agreement", one of them "escrow": "agreement" is skipped when
+    # "escrow" is in the query, and kept when nothing rarer is.
+    from corpora.retrieval.lexical import PRUNE_MIN_PASSAGES
+
+    big = corpus_create(creator=user, name="Big")
+    filler = [f"Clause {i} of this agreement concerns topic number {i}." for i in range(PRUNE_MIN_PASSAGES)]
+    filler[500] = "The source code escrow agreement is kept with a neutral agent."
+    ingest_text(big, "big.txt", "\n\n".join(" ".join([line] * 12) for line in filler))
+
+    escrow = passage_search(corpus=big, query="escrow agreement", top_k=3, mode="lexical")
+    common_only = passage_search(corpus=big, query="agreement clause", top_k=3, mode="lexical")
+
+    assert big.passages.count() == PRUNE_MIN_PASSAGES
+    assert "source code escrow" in escrow[0].passage.text
+    assert len(escrow) == 1
+    assert len(common_only) == 3

@@ -6,8 +6,8 @@ from django.core.management.base import BaseCommand
 from tqdm import tqdm
 
 from config.exceptions import ApplicationError
-from corpora.selectors import corpus_get_for_user, corpus_stats
-from corpora.services import cli_user_ensure, passage_embed_pending
+from corpora.selectors import cli_user_get, corpus_get_for_user, corpus_stats
+from corpora.services import passage_embed_pending
 
 from ._cli import add_user_argument, dumps, fail, stderr_is_tty
 
@@ -21,8 +21,8 @@ class Command(BaseCommand):
         add_user_argument(parser)
 
     def handle(self, *args, **options) -> None:
-        user = cli_user_ensure(username=options["user"])
         try:
+            user = cli_user_get(username=options["user"])
             corpus = corpus_get_for_user(user=user, name=options["corpus"])
             stats = corpus_stats(corpus=corpus)
             bar = tqdm(

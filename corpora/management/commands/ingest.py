@@ -61,11 +61,6 @@ class Command(BaseCommand):
                 failures.append({"path": str(path), "code": error.code, "message": error.message})
                 self._say(f"failed [{error.code}]: {error.message}", bar)
                 continue
-            except OSError as error:
-                summary["failed"] += 1
-                failures.append({"path": str(path), "code": "unreadable", "message": str(error)})
-                self._say(f"failed [unreadable]: {path}: {error}", bar)
-                continue
             if result.created:
                 summary["added"] += 1
                 summary["passages"] += result.passages

@@ -7,8 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from config.exceptions import ApplicationError
 from corpora.constants import SEARCH_MODE_HYBRID, SEARCH_MODES
-from corpora.selectors import corpus_get_for_user, passage_search
-from corpora.services import cli_user_ensure
+from corpora.selectors import cli_user_get, corpus_get_for_user, passage_search
 
 from ._cli import add_user_argument, dumps, fail
 
@@ -28,8 +27,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         if bool(options["query"]) == bool(options["queries"]):
             raise CommandError("[invalid_arguments] give a query or --queries FILE, not both")
-        user = cli_user_ensure(username=options["user"])
-        corpus = _corpus(user, options["corpus"])
+        corpus = _corpus(options["user"], options["corpus"])
         if options["queries"]:
             path = Path(options["queries"])
             try:
@@ -57,8 +55,9 @@ class Command(BaseCommand):
         return [hit.as_dict() for hit in hits]
 
 
-def _corpus(user, ref: str):
+def _corpus(username: str, ref: str):
     try:
+        user = cli_user_get(username=username)
         if ref.isdigit():
             return corpus_get_for_user(user=user, corpus_id=int(ref))
         return corpus_get_for_user(user=user, name=ref)
