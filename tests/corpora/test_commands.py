@@ -128,3 +128,36 @@ def test_ingest_without_broker_embeds_before_returning(folder, settings):
     assert json.loads(deferred.splitlines()[-1])["embedding"] == "deferred"
     stats = json.loads(embedded)
     assert stats["embedded_now"] == stats["passages"] == stats["embedded_passages"]
+
+
+@pytest.mark.django_db
+def test_an_unexpected_database_failure_skips_that_file_only(tmp_path):
+    from django.db import connection
+
+    (tmp_path / "short.txt").write_text("One short passage.", encoding="utf-8")
+    (tmp_path / "long.md").write_text(ACME_SUPPLY, encoding="utf-8")  # several passages
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute(
+                "CREATE TRIGGER refuse_second_passage BEFORE INSERT ON corpora_passage "
+                "WHEN new.ordinal = 1 BEGIN SELECT RAISE(ABORT, 'disk on fire'); END"
+            )
+        else:
+            cursor.execute(
+                "CREATE FUNCTION refuse_second_passage() RETURNS trigger AS $$ BEGIN "
+                "IF NEW.ordinal = 1 THEN RAISE EXCEPTION 'disk on fire'; END IF; RETURN NEW; END $$ "
+                "LANGUAGE plpgsql"
+            )
+            cursor.execute(
+                "CREATE TRIGGER refuse_second_passage BEFORE INSERT ON corpora_passage "
+                "FOR EACH ROW EXECUTE FUNCTION refuse_second_passage()"
+            )
+
+    out, err = run("ingest", str(tmp_path), "--corpus", "Legal")
+
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert (summary["added"], summary["failed"]) == (1, 1)
+    [failure] = summary["failures"]
+    assert failure["code"] == "ingest_failed"
+    assert "disk on fire" in failure["message"]
+    assert list(Document.objects.values_list("source_name", flat=True)) == ["short.txt"]

@@ -1,6 +1,7 @@
 """manage.py ingest PATH... --corpus NAME: files or folders into a corpus, one document at a
 time, each atomic; a bad file is reported and skipped. The last line is a JSON summary."""
 
+import logging
 import sys
 import time
 from pathlib import Path
@@ -17,6 +18,8 @@ from corpora.services import cli_user_ensure, corpus_create, document_ingest, pa
 from tasks.embeddings import corpus_embedding_schedule
 
 from ._cli import add_user_argument, dumps, fail, stderr_is_tty
+
+logger = logging.getLogger(__name__)
 
 
 class Command(BaseCommand):
@@ -52,27 +55,43 @@ class Command(BaseCommand):
             {"path": str(p), "code": "file_not_found", "message": "no such file or folder"} for p in missing
         ]
         bar = tqdm(files, unit="file", disable=not stderr_is_tty(), file=sys.stderr)
-        for path in bar:
-            bar.set_postfix_str(path.name[:40])
-            try:
-                result = document_ingest(corpus=corpus, path=path, schedule_embedding=False)
-            except ApplicationError as error:
-                summary["failed"] += 1
-                failures.append({"path": str(path), "code": error.code, "message": error.message})
-                self._say(f"failed [{error.code}]: {error.message}", bar)
-                continue
-            if result.created:
-                summary["added"] += 1
-                summary["passages"] += result.passages
-            else:
-                summary["skipped"] += 1
-                self._say(f"{path}: {result.message}", bar)
+        try:
+            for path in bar:
+                bar.set_postfix_str(path.name[:40])
+                self._ingest_one(corpus, path, summary, failures, bar)
+        except KeyboardInterrupt:
+            # Each document is atomic: what was stored stays, the one in flight is gone.
+            bar.close()
+            summary.update(interrupted=True, failures=failures)
+            summary["seconds"] = round(time.perf_counter() - started, 3)
+            self.stdout.write(dumps(summary))
+            raise SystemExit(130) from None
         bar.close()
         summary["ingest_seconds"] = round(time.perf_counter() - started, 3)
         summary["embedding"] = self._embed(corpus, options["no_embed"])
         summary["failures"] = failures
         summary["seconds"] = round(time.perf_counter() - started, 3)
         self.stdout.write(dumps(summary))
+
+    def _ingest_one(self, corpus, path: Path, summary: dict, failures: list, bar: tqdm) -> None:
+        try:
+            result = document_ingest(corpus=corpus, path=path, schedule_embedding=False)
+        except ApplicationError as error:
+            code, message = error.code, error.message
+        except Exception as error:  # one bad file never stops the batch; its write rolled back
+            logger.exception("ingesting %s failed", path)
+            code, message = "ingest_failed", f"{path}: {error.__class__.__name__}: {error}"
+        else:
+            if result.created:
+                summary["added"] += 1
+                summary["passages"] += result.passages
+            else:
+                summary["skipped"] += 1
+                self._say(f"{path}: {result.message}", bar)
+            return
+        summary["failed"] += 1
+        failures.append({"path": str(path), "code": code, "message": message})
+        self._say(f"failed [{code}]: {message}", bar)
 
     def _say(self, message: str, bar: tqdm) -> None:
         if bar.disable:
