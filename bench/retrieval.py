@@ -398,12 +398,16 @@ def main() -> None:
     # 3. Latency. Lexical alone on every contract, as a lexical-only workload runs; then all
     # modes interleaved query by query, so that their ratios share the machine's state.
     queries = latency_queries(spec, args.latency_queries)
+    # Two passes: the first pays for each new term's document frequency (cached per corpus
+    # until its index_version moves), the second is a server's steady state.
+    lexical_fns = {
+        "all_contracts": lambda q: passage_search(corpus=full, query=q, top_k=10, mode="lexical"),
+        "subset": lambda q: passage_search(corpus=subset, query=q, top_k=10, mode="lexical"),
+    }
     out["latency_lexical_alone"] = {
-        name: latency({name: fn}, queries)[name]
-        for name, fn in {
-            "all_contracts": lambda q: passage_search(corpus=full, query=q, top_k=10, mode="lexical"),
-            "subset": lambda q: passage_search(corpus=subset, query=q, top_k=10, mode="lexical"),
-        }.items()
+        f"{name}_{phase}": latency({name: fn}, queries)[name]
+        for name, fn in lexical_fns.items()
+        for phase in ("first_pass", "second_pass")
     }
     interleaved = latency(
         {

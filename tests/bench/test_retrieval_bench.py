@@ -52,7 +52,7 @@ def test_retrieval_bench_prints_one_json_object(tmp_path):
     assert result["ingest_all"]["lexical_hit_immediately"] is True
     assert result["dense_subset"]["contracts"] == 4
     assert result["dense_subset"]["raw_sample_passages"] > 0
-    assert result["latency_lexical_alone"]["all_contracts"]["queries"] >= 10
+    assert result["latency_lexical_alone"]["all_contracts_second_pass"]["queries"] >= 10
     assert result["latency_interleaved"]["hybrid_p50_vs_query_embedding_p50"] > 0
     quality = result["quality"]
     assert quality["categories"] > 0

@@ -153,7 +153,7 @@ def test_an_unexpected_database_failure_skips_that_file_only(tmp_path):
                 "FOR EACH ROW EXECUTE FUNCTION refuse_second_passage()"
             )
 
-    out, err = run("ingest", str(tmp_path), "--corpus", "Legal")
+    out, _ = run("ingest", str(tmp_path), "--corpus", "Legal")
 
     summary = json.loads(out.strip().splitlines()[-1])
     assert (summary["added"], summary["failed"]) == (1, 1)
