@@ -166,21 +166,31 @@ def passage_search(
 def _rank(
     *, corpus: Corpus, parsed: ParsedQuery, top_k: int, document_ids, mode: str
 ) -> list[tuple[int, float]]:
+    # Read once per search: the lexical statistics and the dense matrix are cached by it.
+    version = Corpus.objects.filter(pk=corpus.pk).values_list("index_version", flat=True).first() or 0
     if mode == SEARCH_MODE_LEXICAL:
-        return lexical_ranking(corpus_id=corpus.pk, query=parsed, limit=top_k, document_ids=document_ids)
+        return lexical_ranking(
+            corpus_id=corpus.pk, version=version, query=parsed, limit=top_k, document_ids=document_ids
+        )
     embedder = _embedder_or_none()
     if mode == SEARCH_MODE_DENSE:
         if embedder is None:
             raise DenseSearchUnavailable("dense search is off (EMBEDDING_BACKEND=none)", field="mode")
-        return _dense(corpus, embedder, parsed.text, top_k, document_ids)
+        index = dense_indexes.get(corpus_id=corpus.pk, model=embedder.name, version=version)
+        if not len(index.passage_ids):
+            return []
+        vector = embed_query_async(embedder, parsed.text).result()
+        return index.rank(vector, limit=top_k, document_ids=document_ids)
     # Each ranker looks deeper than the answer so that passages both rank fairly well surface.
     depth = max(FUSION_CANDIDATES_MIN, 2 * top_k)
-    index = dense_indexes.get(corpus_id=corpus.pk, model=embedder.name) if embedder else None
+    index = dense_indexes.get(corpus_id=corpus.pk, model=embedder.name, version=version) if embedder else None
     # The query embedding is the slow part on CPU: it runs beside the lexical query.
     vector = None
     if index is not None and len(index.passage_ids):
         vector = embed_query_async(embedder, parsed.text)
-    lexical = lexical_ranking(corpus_id=corpus.pk, query=parsed, limit=depth, document_ids=document_ids)
+    lexical = lexical_ranking(
+        corpus_id=corpus.pk, version=version, query=parsed, limit=depth, document_ids=document_ids
+    )
     dense: list[tuple[int, float]] = []
     if vector is not None:
         try:
@@ -199,13 +209,6 @@ def _rank(
         lexical, dense, lexical_weight=settings.SEARCH_FUSION_LEXICAL_WEIGHT, dense_weight=dense_weight
     )
     return [(hit.passage_id, hit.score) for hit in fused]
-
-
-def _dense(corpus: Corpus, embedder: Embedder, text: str, limit: int, document_ids):
-    index = dense_indexes.get(corpus_id=corpus.pk, model=embedder.name)
-    if not len(index.passage_ids):
-        return []
-    return index.rank(embed_query_async(embedder, text).result(), limit=limit, document_ids=document_ids)
 
 
 def _hydrate(ranked: list[tuple[int, float]]) -> list[PassageHit]:

@@ -64,3 +64,26 @@ def ingest_samples(corpus, **kwargs):
         ingest_text(corpus, "acme-supply.md", ACME_SUPPLY, **kwargs),
         ingest_text(corpus, "initech-license.txt", INITECH_LICENSE, **kwargs),
     ]
+
+
+def refuse_second_passage_inserts(message: str) -> None:
+    """Make the database itself fail a document's second passage insert with `message`, as a
+    full disk or a lost connection would: real failures mid-write, not a patched service."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute(
+                "CREATE TRIGGER refuse_second_passage BEFORE INSERT ON corpora_passage "
+                f"WHEN new.ordinal = 1 BEGIN SELECT RAISE(ABORT, '{message}'); END"
+            )
+            return
+        cursor.execute(
+            "CREATE FUNCTION refuse_second_passage() RETURNS trigger AS $$ BEGIN "
+            f"IF NEW.ordinal = 1 THEN RAISE EXCEPTION '{message}'; END IF; RETURN NEW; END $$ "
+            "LANGUAGE plpgsql"
+        )
+        cursor.execute(
+            "CREATE TRIGGER refuse_second_passage BEFORE INSERT ON corpora_passage "
+            "FOR EACH ROW EXECUTE FUNCTION refuse_second_passage()"
+        )

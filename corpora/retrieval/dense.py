@@ -11,7 +11,7 @@ import numpy as np
 from django.conf import settings
 
 from corpora.embedding import vectors_from_bytes
-from corpora.models import Corpus, Passage
+from corpora.models import Passage
 
 DEFAULT_CACHE_BYTES = 1024 * 1024 * 1024
 
@@ -52,15 +52,15 @@ class DenseIndexCache:
         self._items: OrderedDict[tuple[int, str], DenseIndex] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, *, corpus_id: int, model: str) -> DenseIndex:
-        version = Corpus.objects.filter(pk=corpus_id).values_list("index_version", flat=True).first()
+    def get(self, *, corpus_id: int, model: str, version: int) -> DenseIndex:
+        """The corpus's matrix as of `version` (its current index_version)."""
         key = (corpus_id, model)
         with self._lock:
             cached = self._items.get(key)
             if cached is not None and cached.version == version:
                 self._items.move_to_end(key)
                 return cached
-        index = _load(corpus_id, model, version or 0)
+        index = _load(corpus_id, model, version)
         with self._lock:
             self._items[key] = index
             self._items.move_to_end(key)

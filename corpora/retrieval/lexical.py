@@ -11,7 +11,6 @@ from collections.abc import Sequence
 
 from django.db import connection
 
-from corpora.models import Corpus
 from corpora.retrieval.query import ParsedQuery, fts5_any, fts5_phrase, websearch_any
 
 # bm25 column weights: passage text, its heading path, the corpus filter key (never scored).
@@ -39,12 +38,18 @@ def _documents_clause(document_ids: Sequence[int] | None, column: str) -> tuple[
 
 
 def lexical_ranking(
-    *, corpus_id: int, query: ParsedQuery, limit: int, document_ids: Sequence[int] | None = None
+    *,
+    corpus_id: int,
+    version: int,
+    query: ParsedQuery,
+    limit: int,
+    document_ids: Sequence[int] | None = None,
 ) -> list[tuple[int, float]]:
+    """`version` is the corpus's current index_version, which keys the term statistics."""
     if query.is_empty or limit <= 0:
         return []
     with connection.cursor() as cursor:
-        stats = term_statistics.for_corpus(cursor, corpus_id)
+        stats = term_statistics.for_corpus(cursor, corpus_id, version)
         query = _informative(cursor, stats, query)
         if connection.vendor == "postgresql":
             return _pg_rank(cursor, stats, query, limit, document_ids)
@@ -108,8 +113,7 @@ class TermStatistics:
                 self._cache.clear()
             self._cache[key] = value
 
-    def for_corpus(self, cursor, corpus_id: int) -> _CorpusTerms:
-        version = Corpus.objects.filter(pk=corpus_id).values_list("index_version", flat=True).first() or 0
+    def for_corpus(self, cursor, corpus_id: int, version: int) -> _CorpusTerms:
         key = (corpus_id, version, "")
         rows = self.get(key)
         if rows is None:

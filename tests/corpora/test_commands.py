@@ -7,7 +7,7 @@ from django.core.management import CommandError, call_command
 from corpora.models import Corpus, Document, Passage
 from tests.documents import pdf_bytes
 from tests.embedding_server import EmbeddingServer
-from tests.factories import ACME_SUPPLY, INITECH_LICENSE, SEARCH_HIT_FIELDS
+from tests.factories import ACME_SUPPLY, INITECH_LICENSE, SEARCH_HIT_FIELDS, refuse_second_passage_inserts
 
 
 def run(*args) -> tuple[str, str]:
@@ -132,26 +132,9 @@ def test_ingest_without_broker_embeds_before_returning(folder, settings):
 
 @pytest.mark.django_db
 def test_an_unexpected_database_failure_skips_that_file_only(tmp_path):
-    from django.db import connection
-
     (tmp_path / "short.txt").write_text("One short passage.", encoding="utf-8")
     (tmp_path / "long.md").write_text(ACME_SUPPLY, encoding="utf-8")  # several passages
-    with connection.cursor() as cursor:
-        if connection.vendor == "sqlite":
-            cursor.execute(
-                "CREATE TRIGGER refuse_second_passage BEFORE INSERT ON corpora_passage "
-                "WHEN new.ordinal = 1 BEGIN SELECT RAISE(ABORT, 'disk on fire'); END"
-            )
-        else:
-            cursor.execute(
-                "CREATE FUNCTION refuse_second_passage() RETURNS trigger AS $$ BEGIN "
-                "IF NEW.ordinal = 1 THEN RAISE EXCEPTION 'disk on fire'; END IF; RETURN NEW; END $$ "
-                "LANGUAGE plpgsql"
-            )
-            cursor.execute(
-                "CREATE TRIGGER refuse_second_passage BEFORE INSERT ON corpora_passage "
-                "FOR EACH ROW EXECUTE FUNCTION refuse_second_passage()"
-            )
+    refuse_second_passage_inserts("disk on fire")
 
     out, _ = run("ingest", str(tmp_path), "--corpus", "Legal")
 

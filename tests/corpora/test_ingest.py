@@ -1,7 +1,6 @@
 import hashlib
 
 import pytest
-from django.db import connection
 from guardian.shortcuts import assign_perm
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -18,7 +17,7 @@ from corpora.models import Corpus, Document, Passage
 from corpora.selectors import corpus_get_for_user, corpus_list, corpus_stats
 from corpora.services import corpus_create, document_ingest
 from tests.documents import docx_bytes, pdf_bytes
-from tests.factories import ACME_SUPPLY, ingest_text
+from tests.factories import ACME_SUPPLY, ingest_text, refuse_second_passage_inserts
 
 
 def test_creator_gets_every_permission_and_others_none(user, other_user):
@@ -161,23 +160,7 @@ def test_path_and_content_together_are_refused(corpus, tmp_path):
 
 
 def test_a_failure_mid_write_leaves_no_half_document(corpus):
-    # A passage row the database refuses (text too large for nothing: violate the span check).
-    with connection.cursor() as cursor:
-        if connection.vendor == "sqlite":
-            cursor.execute(
-                "CREATE TRIGGER refuse_passages BEFORE INSERT ON corpora_passage "
-                "WHEN new.ordinal = 1 BEGIN SELECT RAISE(ABORT, 'refused'); END"
-            )
-        else:
-            cursor.execute(
-                "CREATE FUNCTION refuse_passage() RETURNS trigger AS $$ BEGIN "
-                "IF NEW.ordinal = 1 THEN RAISE EXCEPTION 'refused'; END IF; RETURN NEW; END $$ "
-                "LANGUAGE plpgsql"
-            )
-            cursor.execute(
-                "CREATE TRIGGER refuse_passages BEFORE INSERT ON corpora_passage "
-                "FOR EACH ROW EXECUTE FUNCTION refuse_passage()"
-            )
+    refuse_second_passage_inserts("refused")
 
     with pytest.raises(Exception, match="refused"):
         ingest_text(corpus, "acme.md", ACME_SUPPLY)
