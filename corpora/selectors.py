@@ -4,9 +4,11 @@ a corpus the caller already resolved through corpus_get_for_user."""
 import logging
 import re
 from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -35,13 +37,12 @@ from corpora.exceptions import (
     QueryTooLong,
 )
 from corpora.models import Corpus, Document, Passage
-from corpora.retrieval.dense import dense_indexes
+from corpora.retrieval.dense import DenseIndex, dense_indexes
 from corpora.retrieval.fusion import weighted_rrf
 from corpora.retrieval.lexical import lexical_ranking, phrase_candidates
 from corpora.retrieval.query import ParsedQuery, parse_query, words
 
 logger = logging.getLogger(__name__)
-
 
 VIEW_CORPUS = "corpora.view_corpus"
 
@@ -176,23 +177,25 @@ def _rank(
     if mode == SEARCH_MODE_DENSE:
         if embedder is None:
             raise DenseSearchUnavailable("dense search is off (EMBEDDING_BACKEND=none)", field="mode")
-        index = dense_indexes.get(corpus_id=corpus.pk, model=embedder.name, version=version)
-        if not len(index.passage_ids):
+        started = _start_dense(corpus_id=corpus.pk, embedder=embedder, version=version, text=parsed.text)
+        if started is None:
             return []
-        vector = embed_query_async(embedder, parsed.text).result()
-        return index.rank(vector, limit=top_k, document_ids=document_ids)
+        index, vector = started
+        return index.rank(vector.result(), limit=top_k, document_ids=document_ids)
     # Each ranker looks deeper than the answer so that passages both rank fairly well surface.
     depth = max(FUSION_CANDIDATES_MIN, 2 * top_k)
-    index = dense_indexes.get(corpus_id=corpus.pk, model=embedder.name, version=version) if embedder else None
     # The query embedding is the slow part on CPU: it runs beside the lexical query.
-    vector = None
-    if index is not None and len(index.passage_ids):
-        vector = embed_query_async(embedder, parsed.text)
+    started = (
+        _start_dense(corpus_id=corpus.pk, embedder=embedder, version=version, text=parsed.text)
+        if embedder
+        else None
+    )
     lexical = lexical_ranking(
         corpus_id=corpus.pk, version=version, query=parsed, limit=depth, document_ids=document_ids
     )
     dense: list[tuple[int, float]] = []
-    if vector is not None:
+    if started is not None:
+        index, vector = started
         try:
             dense = index.rank(vector.result(), limit=depth, document_ids=document_ids)
         except EmbeddingUnavailable:
@@ -209,6 +212,17 @@ def _rank(
         lexical, dense, lexical_weight=settings.SEARCH_FUSION_LEXICAL_WEIGHT, dense_weight=dense_weight
     )
     return [(hit.passage_id, hit.score) for hit in fused]
+
+
+def _start_dense(
+    *, corpus_id: int, embedder: Embedder, version: int, text: str
+) -> tuple[DenseIndex, "Future[np.ndarray]"] | None:
+    """The corpus's dense index and its query vector, already being computed; None when
+    nothing in the corpus is embedded yet."""
+    index = dense_indexes.get(corpus_id=corpus_id, model=embedder.name, version=version)
+    if not len(index.passage_ids):
+        return None
+    return index, embed_query_async(embedder, text)
 
 
 def _hydrate(ranked: list[tuple[int, float]]) -> list[PassageHit]:
