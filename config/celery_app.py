@@ -1,4 +1,5 @@
-"""The Celery application. With no CELERY_BROKER_URL, tasks run in-process (see tasks.dispatch)."""
+"""The Celery application. With no CELERY_BROKER_URL, tasks run in-process instead
+(see tasks.research and tasks.embeddings)."""
 
 import os
 
@@ -8,4 +9,4 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 
 app = Celery("deepcite")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["tasks"], related_name="embeddings")
+app.conf.imports = ("tasks.embeddings", "tasks.research")

@@ -276,3 +276,11 @@ def passage_neighbours(*, corpus: Corpus, passage_id: int, before: int = 1, afte
         .defer("embedding", "document__text")
         .order_by("ordinal")
     )
+
+
+def document_list(*, corpus: Corpus, document_ids: Sequence[int] | None = None) -> QuerySet[Document]:
+    """A corpus's documents by title, optionally only those among `document_ids`."""
+    queryset = Document.objects.filter(corpus=corpus).defer("text").order_by("title", "pk")
+    if document_ids is not None:
+        queryset = queryset.filter(pk__in=list(document_ids))
+    return queryset

@@ -45,7 +45,7 @@ WSGI_APPLICATION = "config.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],
+        "DIRS": [BASE_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -96,7 +96,8 @@ STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
 
 # --- Celery ---------------------------------------------------------------------------------
-# Unset broker = no services: tasks run in this process (tasks.dispatch), never silently dropped.
+# Unset broker = no services: tasks run in this process (tasks.research, tasks.embeddings),
+# never silently dropped.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL")
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or None
 CELERY_TASK_ACKS_LATE = True
@@ -124,6 +125,19 @@ SEARCH_FUSION_DENSE_WEIGHT_QUESTION = env_float("SEARCH_FUSION_DENSE_WEIGHT_QUES
 
 # Uploads larger than this are refused before extraction.
 INGEST_MAX_FILE_BYTES = env_int("INGEST_MAX_FILE_BYTES", 50 * 1024 * 1024)
+
+# --- Research -------------------------------------------------------------------------------
+# "offline" (the built-in extractive engine), a PydanticAI model string ("openai:gpt-4o-mini",
+# "anthropic:claude-sonnet-4-5") or "openai-compatible:<model>" with LLM_BASE_URL.
+RESEARCH_MODEL = env_str("RESEARCH_MODEL", "offline")
+LLM_BASE_URL = env_str("LLM_BASE_URL")
+LLM_API_KEY = env_str("LLM_API_KEY")
+RESEARCH_TOKEN_LIMIT = env_int("RESEARCH_TOKEN_LIMIT", 400_000)
+RESEARCH_TIME_LIMIT_SECONDS = env_int("RESEARCH_TIME_LIMIT_SECONDS", 30 * 60)
+# Research runs at once in one process when there is no broker (a thread each).
+RESEARCH_INPROCESS_WORKERS = env_int("RESEARCH_INPROCESS_WORKERS", 4)
+
+LOGIN_URL = "login"
 
 LOGGING = {
     "version": 1,

@@ -7,6 +7,8 @@ from django.conf import settings
 from django.core.management.base import CommandError
 
 from config.exceptions import ApplicationError
+from corpora.models import Corpus
+from corpora.selectors import cli_user_get, corpus_get_for_user
 
 
 def add_user_argument(parser) -> None:
@@ -35,3 +37,14 @@ def is_tty(stream) -> bool:
 
 def stderr_is_tty() -> bool:
     return is_tty(sys.stderr)
+
+
+def corpus_for_cli(username: str, ref: str) -> Corpus:
+    """The corpus a command names by name or numeric id, as the command's user may read it."""
+    try:
+        user = cli_user_get(username=username)
+        if ref.isdigit():
+            return corpus_get_for_user(user=user, corpus_id=int(ref))
+        return corpus_get_for_user(user=user, name=ref)
+    except ApplicationError as error:
+        raise fail(error) from error

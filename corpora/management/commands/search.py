@@ -7,9 +7,9 @@ from django.core.management.base import BaseCommand, CommandError
 
 from config.exceptions import ApplicationError
 from corpora.constants import SEARCH_MODE_HYBRID, SEARCH_MODES
-from corpora.selectors import cli_user_get, corpus_get_for_user, passage_search
+from corpora.selectors import passage_search
 
-from ._cli import add_user_argument, dumps, fail
+from ._cli import add_user_argument, corpus_for_cli, dumps, fail
 
 
 class Command(BaseCommand):
@@ -27,7 +27,7 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         if bool(options["query"]) == bool(options["queries"]):
             raise CommandError("[invalid_arguments] give a query or --queries FILE, not both")
-        corpus = _corpus(options["user"], options["corpus"])
+        corpus = corpus_for_cli(options["user"], options["corpus"])
         if options["queries"]:
             path = Path(options["queries"])
             try:
@@ -54,12 +54,3 @@ class Command(BaseCommand):
             raise fail(error) from error
         return [hit.as_dict() for hit in hits]
 
-
-def _corpus(username: str, ref: str):
-    try:
-        user = cli_user_get(username=username)
-        if ref.isdigit():
-            return corpus_get_for_user(user=user, corpus_id=int(ref))
-        return corpus_get_for_user(user=user, name=ref)
-    except ApplicationError as error:
-        raise fail(error) from error

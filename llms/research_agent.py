@@ -1,0 +1,220 @@
+"""The research agent: read-only retrieval tools over one corpus, scratchpad tools that record
+the plan and findings, and `finalize_report` as its output. Report, corpus and user come from
+the deps, never from the model; every tool call is logged on the report."""
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from time import perf_counter
+from typing import Any, Literal
+
+from asgiref.sync import sync_to_async
+from pydantic import BaseModel, Field
+from pydantic_ai import Agent, RunContext, ToolOutput
+
+from config.exceptions import ApplicationError
+from corpora.constants import NEIGHBOURS_MAX_WINDOW
+from corpora.models import Corpus, Passage
+from corpora.selectors import document_list, passage_exact_search, passage_neighbours, passage_search
+from llms.prompts import RESEARCH_INSTRUCTIONS
+from research.services import ToolCall, finding_record, report_plan_record, report_tool_call_record
+
+SEARCH_TOP_K_MAX = 20
+PLAN_MAX_QUESTIONS = 12
+
+
+@dataclass
+class ResearchDeps:
+    report_id: int
+    corpus: Corpus
+    user_id: int
+    breadth: int
+    search_top_k: int
+    document_ids: list[int] | None = None
+    retrieved: set[int] = field(default_factory=set)
+
+
+class FinalReport(BaseModel):
+    """The finished report in markdown, claims wrapped as <cite ids="...">claim</cite>."""
+
+    markdown: str = Field(description="The report in markdown with <cite ids=...> placeholders.")
+
+
+research_agent = Agent(
+    deps_type=ResearchDeps,
+    output_type=ToolOutput(FinalReport, name="finalize_report", description="Submit the finished report."),
+    name="deepcite-researcher",
+    retries=2,
+)
+
+
+@research_agent.instructions
+def _instructions(ctx: RunContext[ResearchDeps]) -> str:
+    return RESEARCH_INSTRUCTIONS.format(breadth=ctx.deps.breadth)
+
+
+# --- Read-only retrieval tools --------------------------------------------------------------
+@research_agent.tool
+async def search_passages(
+    ctx: RunContext[ResearchDeps],
+    query: str,
+    mode: Literal["hybrid", "lexical", "dense"] = "hybrid",
+    top_k: int | None = None,
+) -> dict[str, Any] | str:
+    """Search the corpus. Returns passages (id, document, page, heading, text, score), best first."""
+    deps = ctx.deps
+    k = max(1, min(top_k or deps.search_top_k, SEARCH_TOP_K_MAX))
+
+    def run() -> list[Passage]:
+        hits = passage_search(
+            corpus=deps.corpus, query=query, top_k=k, document_ids=deps.document_ids, mode=mode
+        )
+        return [h.passage for h in hits]
+
+    return await _retrieval(ctx, "search_passages", {"query": query, "mode": mode, "top_k": k}, run)
+
+
+@research_agent.tool
+async def exact_search(ctx: RunContext[ResearchDeps], phrase: str) -> dict[str, Any] | str:
+    """Passages that contain this exact phrase (case, spacing and quote style ignored)."""
+    deps = ctx.deps
+
+    def run() -> list[Passage]:
+        hits = passage_exact_search(
+            corpus=deps.corpus, phrase=phrase, top_k=deps.search_top_k, document_ids=deps.document_ids
+        )
+        return [h.passage for h in hits]
+
+    return await _retrieval(ctx, "exact_search", {"phrase": phrase}, run)
+
+
+@research_agent.tool
+async def read_context(
+    ctx: RunContext[ResearchDeps], passage_id: int, before: int = 1, after: int = 1
+) -> dict[str, Any] | str:
+    """The passage and its neighbours in document order (up to 10 each side)."""
+    deps = ctx.deps
+    before = max(0, min(before, NEIGHBOURS_MAX_WINDOW))
+    after = max(0, min(after, NEIGHBOURS_MAX_WINDOW))
+
+    def run() -> list[Passage]:
+        passages = passage_neighbours(corpus=deps.corpus, passage_id=passage_id, before=before, after=after)
+        if deps.document_ids is not None and passages and passages[0].document_id not in deps.document_ids:
+            return []
+        return passages
+
+    return await _retrieval(
+        ctx, "read_context", {"passage_id": passage_id, "before": before, "after": after}, run
+    )
+
+
+@research_agent.tool
+async def list_documents(ctx: RunContext[ResearchDeps]) -> dict[str, Any] | str:
+    """The documents this run may search: id, title, source file, pages."""
+    deps = ctx.deps
+
+    def run() -> list[dict[str, Any]]:
+        queryset = document_list(corpus=deps.corpus, document_ids=deps.document_ids)
+        return [
+            {"document_id": pk, "title": title, "source_name": source, "pages": pages}
+            for pk, title, source, pages in queryset.values_list("pk", "title", "source_name", "page_count")[
+                :200
+            ]
+        ]
+
+    def work() -> dict[str, Any] | str:
+        started = perf_counter()
+        documents = run()
+        _log(deps, ToolCall("list_documents", {}, _ms(started), f"{len(documents)} documents"))
+        return {"documents": documents}
+
+    return await sync_to_async(work, thread_sensitive=True)()
+
+
+# --- Scratchpad tools -----------------------------------------------------------------------
+@research_agent.tool
+async def record_plan(ctx: RunContext[ResearchDeps], questions: list[str]) -> str:
+    """Record the sub-questions this run will pursue."""
+    deps = ctx.deps
+    cleaned = [" ".join(q.split()) for q in questions if q and q.strip()][: max(deps.breadth, 1)]
+
+    def work() -> str:
+        started = perf_counter()
+        report_plan_record(report_id=deps.report_id, plan=[{"question": q} for q in cleaned])
+        _log(deps, ToolCall("record_plan", {"questions": cleaned}, _ms(started), f"{len(cleaned)} questions"))
+        return f"plan recorded: {len(cleaned)} questions"
+
+    return await sync_to_async(work, thread_sensitive=True)()
+
+
+@research_agent.tool
+async def record_finding(
+    ctx: RunContext[ResearchDeps], claim: str, quote: str, passage_ids: list[int], section: str | None = None
+) -> str:
+    """Record a finding: a claim, a quote copied exactly from one passage, and the ids of
+    passages returned by this run's searches. Errors say how to correct the finding."""
+    deps = ctx.deps
+
+    def work() -> str:
+        started = perf_counter()
+        try:
+            finding = finding_record(
+                report_id=deps.report_id,
+                claim=claim,
+                quote=quote,
+                passage_ids=passage_ids,
+                section=section,
+                duration_ms=_ms(started),
+            )
+        except ApplicationError as exc:
+            return f"error[{exc.code}]: {exc.message}"
+        return f"recorded finding {finding['id']} (passage {finding['passage_id']})"
+
+    return await sync_to_async(work, thread_sensitive=True)()
+
+
+# --- Helpers --------------------------------------------------------------------------------
+async def _retrieval(
+    ctx: RunContext[ResearchDeps], tool: str, arguments: dict[str, Any], run: Callable[[], list[Passage]]
+) -> dict[str, Any] | str:
+    """Run a retrieval in the caller's database thread, add what it returned to the run's
+    accumulator (the only ids a finding may cite) and log the call, in one write."""
+    deps = ctx.deps
+
+    def work() -> dict[str, Any] | str:
+        started = perf_counter()
+        try:
+            passages = run()
+        except ApplicationError as exc:
+            _log(deps, ToolCall(tool, arguments, _ms(started), f"error: {exc.code}"))
+            return f"error[{exc.code}]: {exc.message}"
+        elapsed = _ms(started)
+        ids = [p.pk for p in passages]
+        report_tool_call_record(
+            report_id=deps.report_id,
+            call=ToolCall(tool, arguments, elapsed, f"{len(ids)} passages"),
+            passage_ids=ids,
+        )
+        deps.retrieved.update(ids)
+        return {"results": [_passage_view(p) for p in passages]}
+
+    return await sync_to_async(work, thread_sensitive=True)()
+
+
+def _passage_view(passage: Passage) -> dict[str, Any]:
+    return {
+        "passage_id": passage.pk,
+        "document_id": passage.document_id,
+        "document_title": passage.document.title,
+        "page": passage.page,
+        "heading": " > ".join(passage.heading_path or []),
+        "is_heading": passage.is_heading,
+        "text": passage.text,
+    }
+
+
+def _log(deps: ResearchDeps, call: ToolCall) -> None:
+    report_tool_call_record(report_id=deps.report_id, call=call)
+
+
+def _ms(started: float) -> float:
+    return (perf_counter() - started) * 1000

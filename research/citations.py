@@ -1,0 +1,366 @@
+"""The citations renderer: turns an agent's draft with `<cite ids="...">claim</cite>` placeholders
+into markdown with `[^n]` footnotes and a `## Sources` block, keeping the citation graph closed.
+
+Pure functions over plain data, so the guards can be property-tested without a database:
+only passages this run retrieved can be cited, every quote is a literal span of its passage,
+and everything the renderer removes leaves a warning."""
+
+import html
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from research.constants import (
+    WARNING_CITE_MALFORMED,
+    WARNING_FOOTNOTE_REMOVED,
+    WARNING_HEADING_FLAGGED,
+    WARNING_HEADING_REPLACED,
+    WARNING_LINK_REMOVED,
+    WARNING_QUOTE_NOT_VERBATIM,
+    WARNING_SOURCES_REMOVED,
+    WARNING_UNCITED_CLAIM,
+    WARNING_UNKNOWN_ID,
+    WARNING_UNRETRIEVED_ID,
+)
+from research.quotes import quote_locate
+
+SOURCES_HEADING = "## Sources"
+
+
+@dataclass(frozen=True)
+class CitablePassage:
+    passage_id: int
+    document_id: int
+    document_title: str
+    source_name: str
+    ordinal: int
+    page: int | None
+    start: int
+    text: str
+    is_heading: bool
+
+
+@dataclass
+class RenderedReport:
+    content: str
+    citations: list[dict[str, Any]]
+    warnings: list[str]
+    passage_ids: list[int] = field(default_factory=list)
+    document_ids: list[int] = field(default_factory=list)
+
+
+# --- Patterns -------------------------------------------------------------------------------
+_CITE = re.compile(r"<cite\b([^>]*)>(.*?)</cite\s*>", re.IGNORECASE | re.DOTALL)
+_CITE_LEFTOVER = re.compile(r"<\s*/?\s*cite\b[^>]*>?", re.IGNORECASE)
+_ATTR = re.compile(r"""([a-zA-Z_]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""")
+_SOURCES_HEADING = re.compile(
+    r"^\s{0,3}(#{1,6})\s*(?:\d+[.)]\s*)?"
+    r"(sources|references|bibliography|citations|works cited|footnotes|notes)\b[^\n]*$",
+    re.IGNORECASE,
+)
+_SOURCES_PSEUDO_HEADING = re.compile(
+    r"^\s{0,3}(?:\*\*|__)?(sources|references|bibliography|citations|works cited)(?:\*\*|__)?\s*:?"
+    r"\s*(?:\*\*|__)?\s*$",
+    re.IGNORECASE,
+)
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s")
+_FOOTNOTE_DEFINITION = re.compile(r"^\s{0,3}\[\^[^\]\n]*\]:.*$", re.MULTILINE)
+_FOOTNOTE_MARKER = re.compile(r"\[\^[^\]\n]*\]")
+_IMAGE = re.compile(r"!\[([^\]\n]*)\]\(([^)\n]*)\)")
+_LINK = re.compile(r"\[([^\]\n]*)\]\(\s*<?([^)\s>]*)>?(?:\s+[\"'][^\n]*?[\"'])?\s*\)")
+_REFERENCE_DEFINITION = re.compile(r"^\s{0,3}\[[^\]\n]+\]:\s*\S+.*$", re.MULTILINE)
+_AUTOLINK = re.compile(r"<((?:https?|ftp|mailto|javascript|data|file):[^>\s]*)>", re.IGNORECASE)
+_BARE_URL = re.compile(r"\b(?:https?|ftp)://[^\s<>()\[\]]+", re.IGNORECASE)
+_HTML_ANCHOR = re.compile(r"</?a\b[^>]*>", re.IGNORECASE)
+
+
+# --- Entry point ----------------------------------------------------------------------------
+def citations_render(
+    *,
+    draft: str,
+    passages: Mapping[int, CitablePassage],
+    retrieved_ids: Iterable[int],
+    findings: Iterable[Mapping[str, Any]] = (),
+) -> RenderedReport:
+    """Render `draft`. `passages` maps ids to what is known of them (ids absent from it are
+    deleted or belong to another corpus); `retrieved_ids` are the passages this run's retrieval
+    tools returned; `findings` supply the verified quote of each passage the draft cites."""
+    retrieved = {int(i) for i in retrieved_ids}
+    warnings: list[str] = []
+    text = _strip_agent_sources(draft or "", warnings)
+    text = _strip_links(text, allowed_urls=_source_urls(passages, retrieved), warnings=warnings)
+    renderer = _FootnoteRenderer(passages=passages, retrieved=retrieved, findings=findings, warnings=warnings)
+    text = _CITE.sub(renderer.replace, text)
+    text = _scrub_cite_tags(text, warnings)
+    body = text.strip()
+    content = f"{body}\n\n{renderer.sources_block()}\n" if body else f"{renderer.sources_block()}\n"
+    return RenderedReport(
+        content=content,
+        citations=renderer.citations,
+        warnings=_dedupe(warnings),
+        passage_ids=list(dict.fromkeys(c["passage_id"] for c in renderer.citations)),
+        document_ids=list(dict.fromkeys(c["document_id"] for c in renderer.citations)),
+    )
+
+
+# --- Guards over the agent's markdown -------------------------------------------------------
+def _strip_agent_sources(text: str, warnings: list[str]) -> str:
+    """Remove sections the agent titled Sources/References (we write our own), agent footnote
+    definitions and markers (ours are the only footnotes)."""
+    kept: list[str] = []
+    skipping_level: int | None = None
+    removed_sections = 0
+    for line in text.splitlines():
+        heading = _HEADING.match(line)
+        if skipping_level is not None:
+            if heading and len(heading.group(1)) <= skipping_level:
+                skipping_level = None
+            else:
+                continue
+        sources = _SOURCES_HEADING.match(line)
+        if sources:
+            skipping_level = len(sources.group(1))
+            removed_sections += 1
+            continue
+        if _SOURCES_PSEUDO_HEADING.match(line):
+            # A bold "Sources:" line runs to the next heading of any level.
+            skipping_level = 6
+            removed_sections += 1
+            continue
+        kept.append(line)
+    if removed_sections:
+        warnings.append(f"{WARNING_SOURCES_REMOVED}:{removed_sections}")
+    text = "\n".join(kept)
+    definitions = len(_FOOTNOTE_DEFINITION.findall(text))
+    text = _FOOTNOTE_DEFINITION.sub("", text)
+    markers = len(_FOOTNOTE_MARKER.findall(text))
+    text = _FOOTNOTE_MARKER.sub("", text)
+    if definitions or markers:
+        warnings.append(f"{WARNING_FOOTNOTE_REMOVED}:{definitions + markers}")
+    return text
+
+
+def _source_urls(passages: Mapping[int, CitablePassage], retrieved: set[int]) -> set[str]:
+    """Links a report may keep: the addresses of sources this run retrieved (web pages)."""
+    return {
+        p.source_name
+        for pid, p in passages.items()
+        if pid in retrieved and p.source_name.lower().startswith(("http://", "https://"))
+    }
+
+
+def _strip_links(text: str, *, allowed_urls: set[str], warnings: list[str]) -> str:
+    def removed(url: str) -> None:
+        warnings.append(f"{WARNING_LINK_REMOVED}:{url[:200]}")
+
+    def image(match: re.Match[str]) -> str:
+        # Never kept: an image URL is fetched by every reader's browser (a tracking beacon).
+        removed(match.group(2))
+        return match.group(1)
+
+    def link(match: re.Match[str]) -> str:
+        if match.group(2) in allowed_urls:
+            return match.group(0)
+        removed(match.group(2))
+        return match.group(1)
+
+    def autolink(match: re.Match[str]) -> str:
+        if match.group(1) in allowed_urls:
+            return match.group(0)
+        removed(match.group(1))
+        return ""
+
+    def bare(match: re.Match[str]) -> str:
+        if match.group(0) in allowed_urls:
+            return match.group(0)
+        removed(match.group(0))
+        return ""
+
+    def reference(match: re.Match[str]) -> str:
+        removed(match.group(0).strip())
+        return ""
+
+    text = _IMAGE.sub(image, text)
+    text = _LINK.sub(link, text)
+    text = _REFERENCE_DEFINITION.sub(reference, text)
+    text = _AUTOLINK.sub(autolink, text)
+    if _HTML_ANCHOR.search(text):
+        warnings.append(f"{WARNING_LINK_REMOVED}:html_anchor")
+        text = _HTML_ANCHOR.sub("", text)
+    # Bare URLs last, outside the links kept above.
+    kept_spans = [m.span() for m in _LINK.finditer(text)] + [m.span() for m in _AUTOLINK.finditer(text)]
+
+    def bare_outside_kept(match: re.Match[str]) -> str:
+        if any(start <= match.start() < end for start, end in kept_spans):
+            return match.group(0)
+        return bare(match)
+
+    return _BARE_URL.sub(bare_outside_kept, text)
+
+
+def _scrub_cite_tags(text: str, warnings: list[str]) -> str:
+    """No raw <cite ever reaches stored content: unclosed, nested or split tags go, repeatedly,
+    since removing one can join the halves of another."""
+    scrubbed = 0
+    while True:
+        text, count = _CITE_LEFTOVER.subn("", text)
+        if not count:
+            break
+        scrubbed += count
+    while "<cite" in text.lower():  # e.g. "<cite" at the very end, with nothing after it
+        index = text.lower().index("<cite")
+        text = text[:index] + text[index + len("<cite") :]
+        scrubbed += 1
+    if scrubbed:
+        warnings.append(f"{WARNING_CITE_MALFORMED}:{scrubbed}")
+    return text
+
+
+# --- Footnotes ------------------------------------------------------------------------------
+class _FootnoteRenderer:
+    """Numbers cited passages by first appearance and builds the citations table."""
+
+    def __init__(
+        self,
+        *,
+        passages: Mapping[int, CitablePassage],
+        retrieved: set[int],
+        findings: Iterable[Mapping[str, Any]],
+        warnings: list[str],
+    ) -> None:
+        self.passages = passages
+        self.retrieved = retrieved
+        self.warnings = warnings
+        # One footnote per (passage, quoted span): two claims quoting different words of one
+        # passage get two footnotes, each with its own quote.
+        self.numbers: dict[tuple[int, tuple[int, int] | None], int] = {}
+        self.citations: list[dict[str, Any]] = []
+        self.finding_quotes: dict[int, list[str]] = {}
+        for finding in findings:
+            pid = finding.get("passage_id")
+            quote = finding.get("quote")
+            if isinstance(pid, int) and isinstance(quote, str):
+                self.finding_quotes.setdefault(pid, []).append(quote)
+
+    def replace(self, match: re.Match[str]) -> str:
+        attributes = _attributes(match.group(1))
+        claim = match.group(2).strip()
+        markers = []
+        for pid in self._anchors(attributes.get("ids", "")):
+            markers.append(f"[^{self._footnote(pid, attributes.get('quote'))}]")
+        if not markers:
+            self.warnings.append(f"{WARNING_UNCITED_CLAIM}:{_preview(claim)}")
+        return claim + "".join(markers)
+
+    def _anchors(self, raw_ids: str) -> list[int]:
+        anchors: list[int] = []
+        for token in re.split(r"[\s,;]+", raw_ids.strip()):
+            if not token:
+                continue
+            if not token.isdigit():
+                self.warnings.append(f"{WARNING_CITE_MALFORMED}:{_preview(token)}")
+                continue
+            pid = int(token)
+            if pid not in self.passages:
+                self.warnings.append(f"{WARNING_UNKNOWN_ID}:{pid}")
+                continue
+            if pid not in self.retrieved:
+                self.warnings.append(f"{WARNING_UNRETRIEVED_ID}:{pid}")
+                continue
+            if self.passages[pid].is_heading:
+                pid = self._body_for_heading(pid)
+            if pid not in anchors:
+                anchors.append(pid)
+        return anchors
+
+    def _body_for_heading(self, heading_id: int) -> int:
+        """A heading proves nothing: cite the first retrieved body passage under it instead."""
+        heading = self.passages[heading_id]
+        following = [
+            p
+            for pid, p in self.passages.items()
+            if pid in self.retrieved
+            and p.document_id == heading.document_id
+            and not p.is_heading
+            and p.ordinal > heading.ordinal
+        ]
+        if following:
+            body = min(following, key=lambda p: p.ordinal)
+            self.warnings.append(f"{WARNING_HEADING_REPLACED}:{heading_id}->{body.passage_id}")
+            return body.passage_id
+        self.warnings.append(f"{WARNING_HEADING_FLAGGED}:{heading_id}")
+        return heading_id
+
+    def _footnote(self, pid: int, cite_quote: str | None) -> int:
+        passage = self.passages[pid]
+        span = self._quote_span(passage, cite_quote)
+        if (pid, span) in self.numbers:
+            return self.numbers[(pid, span)]
+        number = len(self.numbers) + 1
+        self.numbers[(pid, span)] = number
+        quote = passage.text[span[0] : span[1]] if span else ""
+        self.citations.append(
+            {
+                "footnote": number,
+                "passage_id": pid,
+                "document_id": passage.document_id,
+                "document_title": passage.document_title,
+                "source_name": passage.source_name,
+                "page": passage.page,
+                "quote": quote,
+                "start": passage.start + span[0] if span else passage.start,
+                "end": passage.start + span[1] if span else passage.start + len(passage.text),
+            }
+        )
+        return number
+
+    def _quote_span(self, passage: CitablePassage, cite_quote: str | None) -> tuple[int, int] | None:
+        if cite_quote:
+            span = quote_locate(passage.text, cite_quote)
+            if span:
+                return span
+            self.warnings.append(f"{WARNING_QUOTE_NOT_VERBATIM}:{passage.passage_id}")
+        for quote in self.finding_quotes.get(passage.passage_id, []):
+            span = quote_locate(passage.text, quote)
+            if span:
+                return span
+        return None
+
+    def sources_block(self) -> str:
+        if not self.citations:
+            return f"{SOURCES_HEADING}\n\nNo passages were cited."
+        lines = [SOURCES_HEADING, ""]
+        for citation in self.citations:
+            where = f", p. {citation['page']}" if citation["page"] else ""
+            quote = f': "{_inline(citation["quote"])}"' if citation["quote"] else ""
+            lines.append(
+                f"[^{citation['footnote']}]: *{_inline(citation['document_title'])}* "
+                f"({_inline(citation['source_name'])}){where}, passage {citation['passage_id']}{quote}"
+            )
+        return "\n".join(lines)
+
+
+def _attributes(raw: str) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for match in _ATTR.finditer(raw):
+        name = match.group(1).lower()
+        value = next((g for g in match.groups()[1:] if g is not None), "")
+        found.setdefault(name, html.unescape(value))
+    return found
+
+
+def _inline(text: str) -> str:
+    """Corpus text shown on one line of the Sources block: it must not open markup, footnotes
+    or tags of its own."""
+    text = " ".join(text.split())
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace("[", "&#91;").replace("]", "&#93;")
+
+
+def _preview(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def _dedupe(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))

@@ -1,0 +1,60 @@
+"""Errors raised by research services and selectors, each with a stable code."""
+
+from config.exceptions import ApplicationError
+
+
+class ResearchError(ApplicationError):
+    code = "research_error"
+
+
+class ReportNotFound(ResearchError):
+    # The same error whether the report does not exist or belongs to someone else.
+    code = "report_not_found"
+
+
+class PromptInvalid(ResearchError):
+    code = "prompt_invalid"
+
+
+class RubricInvalid(ResearchError):
+    code = "rubric_invalid"
+
+
+class TitleInvalid(ResearchError):
+    code = "title_invalid"
+
+
+class DepthInvalid(ResearchError):
+    code = "depth_invalid"
+
+
+class DocumentScopeInvalid(ResearchError):
+    code = "document_scope_invalid"
+
+
+class ReportAlreadyActive(ResearchError):
+    code = "research_already_in_progress"
+
+
+class ReportPermissionDenied(ResearchError):
+    code = "permission_denied"
+
+
+class ReportNotCancellable(ResearchError):
+    code = "report_not_cancellable"
+
+
+class TransitionNotAllowed(ResearchError):
+    code = "transition_not_allowed"
+
+
+class TransitionLost(ResearchError):
+    """Another writer changed the status first (compare-and-set found a different status)."""
+
+    code = "transition_lost"
+
+
+class FindingRejected(ResearchError):
+    """A finding the agent must correct: the message tells it how."""
+
+    code = "finding_rejected"

@@ -1,0 +1,108 @@
+"""Server-side rendering of a report for the web page: markdown to sanitized HTML, footnote
+markers to links, and each source with its passage and the quoted words highlighted."""
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import markdown
+import nh3
+from django.utils.html import escape
+
+from research.citations import SOURCES_HEADING
+from research.models import ResearchReport
+
+_MARKER = re.compile(r"\[\^(\d+)\]")
+_ALLOWED_TAGS = {
+    "a",
+    "p",
+    "h1",
+    "h2",
+    "h3",
+    "h4",
+    "h5",
+    "h6",
+    "ul",
+    "ol",
+    "li",
+    "strong",
+    "em",
+    "code",
+    "pre",
+    "blockquote",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "hr",
+    "br",
+    "sup",
+    "del",
+}
+_ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "sup": {"id"}, "th": {"align"}, "td": {"align"}}
+
+
+@dataclass(frozen=True)
+class SourceView:
+    footnote: int
+    passage_id: int
+    document_title: str
+    source_name: str
+    page: int | None
+    passage_html: str
+
+
+def report_body_html(report: ResearchReport) -> str:
+    body = report.content.split(f"\n{SOURCES_HEADING}\n", 1)[0]
+    if body.startswith(SOURCES_HEADING):
+        body = ""
+    known = {c["footnote"] for c in report.citations}
+
+    def marker(match: re.Match[str]) -> str:
+        number = int(match.group(1))
+        if number not in known:
+            return ""
+        return f'<sup id="ref-{number}"><a href="#source-{number}">{number}</a></sup>'
+
+    rendered = markdown.markdown(_MARKER.sub(marker, body), extensions=["tables", "sane_lists"])
+    return nh3.clean(
+        rendered,
+        tags=_ALLOWED_TAGS,
+        attributes=_ALLOWED_ATTRIBUTES,
+        url_schemes={"http", "https"},
+        link_rel="noopener noreferrer nofollow",
+    )
+
+
+def report_sources(report: ResearchReport) -> list[SourceView]:
+    texts: dict[int, Any] = {
+        p.pk: p
+        for p in report.cited_passages.defer("embedding").select_related("document").defer("document__text")
+    }
+    views = []
+    for citation in report.citations:
+        passage = texts.get(citation["passage_id"])
+        views.append(
+            SourceView(
+                footnote=citation["footnote"],
+                passage_id=citation["passage_id"],
+                document_title=citation.get("document_title") or (passage.document.title if passage else ""),
+                source_name=citation.get("source_name") or (passage.document.source_name if passage else ""),
+                page=citation.get("page"),
+                passage_html=_highlight(passage.text, passage.start, citation) if passage else "",
+            )
+        )
+    return views
+
+
+def _highlight(text: str, passage_start: int, citation: dict[str, Any]) -> str:
+    """The passage, escaped, with the quoted span (document offsets) wrapped in <mark>."""
+    if not citation.get("quote"):
+        return escape(text)
+    start = citation["start"] - passage_start
+    end = citation["end"] - passage_start
+    if not (0 <= start < end <= len(text)):
+        return escape(text)
+    return f"{escape(text[:start])}<mark>{escape(text[start:end])}</mark>{escape(text[end:])}"

@@ -1,0 +1,135 @@
+"""Carries out one research run: QUEUED -> RUNNING, the agent under its budgets, then exactly one
+finalize. Cancel is checked between agent steps; a budget or the time limit running out
+salvages the findings into the report; any other error fails the report with its findings kept.
+
+The agent loop runs on an event loop while every database call goes back to the calling thread
+(async_to_sync + thread-sensitive sync_to_async), so a run sees the same connection and
+transaction as its caller."""
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from asgiref.sync import async_to_sync, sync_to_async
+from django.utils import timezone
+from pydantic_ai import UsageLimits
+from pydantic_ai.exceptions import UsageLimitExceeded
+
+from config.exceptions import ApplicationError
+from corpora.selectors import corpus_get_for_user
+from llms.prompts import research_user_prompt
+from llms.providers import research_model
+from llms.research_agent import ResearchDeps, research_agent
+from research.constants import DEPTH_PRESETS, ERROR_MAX_CHARS
+from research.models import ResearchReport
+from research.selectors import report_cancel_pending
+from research.services import Outcome, report_finalize, report_mark_running
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class RunEnd:
+    outcome: str
+    draft: str | None = None
+    budget: str | None = None
+    error: str | None = None
+    usage: dict[str, Any] = field(default_factory=dict)
+
+
+def report_run(*, report_id: int) -> ResearchReport | None:
+    """Run a queued report to its end. A missing, cancelled or already-taken report is a no-op
+    (returns None), so a task delivered twice does nothing the second time."""
+    report = report_mark_running(report_id=report_id)
+    if report is None:
+        return None
+    try:
+        end = async_to_sync(_drive)(report)
+    except Exception as exc:  # the report must end, whatever went wrong
+        logger.exception("research run %s failed", report_id)
+        end = RunEnd(Outcome.FAILED, error=_describe(exc))
+    return report_finalize(
+        report_id=report_id,
+        outcome=end.outcome,
+        draft=end.draft,
+        budget=end.budget,
+        error=end.error,
+        usage=end.usage or None,
+    )
+
+
+def report_salvage_on_timeout(*, report_id: int) -> ResearchReport:
+    """The worker's own time limit fired (Celery's soft limit): keep what was found."""
+    return report_finalize(report_id=report_id, outcome=Outcome.SALVAGED, budget="time")
+
+
+async def _drive(report: ResearchReport) -> RunEnd:
+    preset = DEPTH_PRESETS[report.depth]
+    corpus = await sync_to_async(_corpus_for_creator, thread_sensitive=True)(report)
+    chosen = research_model(breadth=preset.breadth, search_top_k=preset.search_top_k)
+    deps = ResearchDeps(
+        report_id=report.pk,
+        corpus=corpus,
+        user_id=report.creator_id,
+        breadth=preset.breadth,
+        search_top_k=preset.search_top_k,
+        document_ids=list(report.document_scope) or None,
+    )
+    limits = UsageLimits(
+        request_limit=report.max_steps,
+        tool_calls_limit=report.max_tool_calls,
+        total_tokens_limit=report.token_limit,
+    )
+    prompt = research_user_prompt(
+        title=report.title,
+        prompt=report.prompt,
+        rubric=report.rubric,
+        depth=report.depth,
+        document_scope=list(report.document_scope),
+    )
+    deadline = (report.started_at or timezone.now()) + timedelta(seconds=report.time_limit_seconds)
+    run = None
+
+    def usage() -> dict[str, Any]:
+        counted = run.usage if run is not None else None
+        return {
+            "model": chosen.name,
+            "engine": chosen.engine,
+            "requests": getattr(counted, "requests", 0),
+            "input_tokens": getattr(counted, "input_tokens", 0),
+            "output_tokens": getattr(counted, "output_tokens", 0),
+            "tool_calls": getattr(counted, "tool_calls", 0),
+        }
+
+    try:
+        async with asyncio.timeout((deadline - timezone.now()).total_seconds()):
+            async with research_agent.iter(prompt, deps=deps, model=chosen.model, usage_limits=limits) as run:
+                async for _node in run:
+                    if await sync_to_async(report_cancel_pending, thread_sensitive=True)(report_id=report.pk):
+                        return RunEnd(Outcome.CANCELLED, usage=usage())
+                return RunEnd(Outcome.COMPLETED, draft=run.result.output.markdown, usage=usage())
+    except UsageLimitExceeded as exc:
+        return RunEnd(Outcome.SALVAGED, budget=_budget_name(exc), usage=usage())
+    except TimeoutError:
+        return RunEnd(Outcome.SALVAGED, budget="time", usage=usage())
+    except ApplicationError as exc:
+        return RunEnd(Outcome.FAILED, error=f"{exc.code}: {exc.message}", usage=usage())
+
+
+def _corpus_for_creator(report: ResearchReport):
+    # The creator's read permission is checked again when the run starts: access can be
+    # revoked while a report waits in the queue.
+    return corpus_get_for_user(user=report.creator, corpus_id=report.corpus_id)
+
+
+def _budget_name(exc: UsageLimitExceeded) -> str:
+    message = str(exc)
+    if "token" in message:
+        return "tokens"
+    return "steps"
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:ERROR_MAX_CHARS]

@@ -1,0 +1,483 @@
+"""Every write to a research report: start, cancel, the run's scratchpad (retrieved passages,
+tool calls, findings) and the one-time finalize. Status changes go through research.lifecycle."""
+
+import logging
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.text import slugify
+
+from conversations.models import ChatMessage, Conversation, MessageRole
+from conversations.services import chat_message_append
+from corpora.models import Corpus, Document
+from notifications.services import notification_create_for_report
+from research.citations import citations_render
+from research.constants import (
+    CLAIM_MAX_CHARS,
+    DEFAULT_DEPTH,
+    DEPTH_PRESETS,
+    DOCUMENT_SCOPE_MAX,
+    ERROR_MAX_CHARS,
+    MAX_STEPS_CEILING,
+    PROMPT_MAX_CHARS,
+    QUOTE_MAX_CHARS,
+    QUOTE_MIN_CHARS,
+    RUBRIC_MAX_CHARS,
+    SECTION_MAX_CHARS,
+    TITLE_MAX_CHARS,
+    TOOL_ARGS_PREVIEW_CHARS,
+    TOOL_OUTCOME_PREVIEW_CHARS,
+    WARNING_BUDGET_EXHAUSTED,
+)
+from research.drafts import compose_report
+from research.exceptions import (
+    DepthInvalid,
+    DocumentScopeInvalid,
+    FindingRejected,
+    PromptInvalid,
+    ReportAlreadyActive,
+    ReportNotCancellable,
+    ReportNotFound,
+    ReportPermissionDenied,
+    RubricInvalid,
+    TitleInvalid,
+    TransitionLost,
+)
+from research.lifecycle import report_transition
+from research.models import ReportStatus, ResearchReport
+from research.quotes import quote_locate
+from research.selectors import citable_passages
+
+logger = logging.getLogger(__name__)
+
+VIEW_CORPUS = "corpora.view_corpus"
+
+
+# --- Start ----------------------------------------------------------------------------------
+def report_start(
+    *,
+    user: AbstractBaseUser,
+    corpus: Corpus,
+    prompt: str,
+    title: str | None = None,
+    depth: str | None = None,
+    max_steps: int | None = None,
+    rubric: str | None = None,
+    document_ids: Sequence[int] | None = None,
+    conversation: Conversation | None = None,
+    origin_message: ChatMessage | None = None,
+) -> ResearchReport:
+    """Queue a research run. The task is enqueued when the transaction commits."""
+    if not user.is_authenticated or not user.has_perm(VIEW_CORPUS, corpus):
+        raise ReportPermissionDenied("you may not read this corpus", field="corpus_id")
+    prompt = (prompt or "").strip()
+    if not prompt or len(prompt) > PROMPT_MAX_CHARS:
+        raise PromptInvalid(f"a research prompt is 1 to {PROMPT_MAX_CHARS:,} characters", field="prompt")
+    depth = depth or DEFAULT_DEPTH
+    if depth not in DEPTH_PRESETS:
+        raise DepthInvalid(f"depth is one of {', '.join(DEPTH_PRESETS)}", field="depth")
+    preset = DEPTH_PRESETS[depth]
+    rubric = (rubric or "").strip()
+    if len(rubric) > RUBRIC_MAX_CHARS:
+        raise RubricInvalid(f"a rubric is at most {RUBRIC_MAX_CHARS:,} characters", field="rubric")
+    title = " ".join((title or "").split()) or _title_from_prompt(prompt)
+    if len(title) > TITLE_MAX_CHARS:
+        raise TitleInvalid(f"a title is at most {TITLE_MAX_CHARS} characters", field="title")
+    steps = preset.max_steps if max_steps is None else max(1, min(int(max_steps), MAX_STEPS_CEILING))
+    scope = _document_scope(corpus, document_ids)
+    if conversation is not None and (
+        conversation.creator_id != user.pk or conversation.corpus_id != corpus.pk
+    ):
+        raise ReportPermissionDenied(
+            "the conversation is not yours or not on this corpus", field="conversation_id"
+        )
+
+    with transaction.atomic():
+        if ResearchReport.objects.filter(creator=user, corpus=corpus, status__in=_ACTIVE).exists():
+            raise ReportAlreadyActive(_ALREADY_ACTIVE, field="corpus_id")
+        try:
+            with transaction.atomic():
+                report = ResearchReport.objects.create(
+                    corpus=corpus,
+                    creator=user,
+                    title=title,
+                    slug=_slug(title),
+                    prompt=prompt,
+                    depth=depth,
+                    rubric=rubric,
+                    rubric_iterations=preset.rubric_iterations,
+                    document_scope=scope,
+                    max_steps=steps,
+                    max_tool_calls=preset.max_tool_calls,
+                    token_limit=settings.RESEARCH_TOKEN_LIMIT,
+                    time_limit_seconds=settings.RESEARCH_TIME_LIMIT_SECONDS,
+                    conversation=conversation,
+                    origin_message=origin_message,
+                )
+        except IntegrityError as exc:  # a simultaneous start won the unique-active constraint
+            raise ReportAlreadyActive(_ALREADY_ACTIVE, field="corpus_id") from exc
+        transaction.on_commit(lambda: _enqueue(report))
+    return report
+
+
+_ACTIVE = [ReportStatus.QUEUED, ReportStatus.RUNNING, ReportStatus.CANCELLING]
+_ALREADY_ACTIVE = "a research run on this corpus is already in progress; wait for it or cancel it"
+
+
+def _title_from_prompt(prompt: str) -> str:
+    first_line = " ".join(prompt.splitlines()[0].split()) if prompt.splitlines() else prompt
+    return first_line if len(first_line) <= 120 else first_line[:119].rstrip() + "\u2026"
+
+
+def _slug(title: str) -> str:
+    return f"{slugify(title)[:60].strip('-') or 'report'}-{secrets.token_hex(4)}"
+
+
+def _document_scope(corpus: Corpus, document_ids: Sequence[int] | None) -> list[int]:
+    if not document_ids:
+        return []
+    try:
+        ids = sorted({int(i) for i in document_ids})
+    except (TypeError, ValueError) as exc:
+        raise DocumentScopeInvalid("document ids must be integers", field="document_ids") from exc
+    if len(ids) > DOCUMENT_SCOPE_MAX:
+        raise DocumentScopeInvalid(f"at most {DOCUMENT_SCOPE_MAX} documents", field="document_ids")
+    found = set(Document.objects.filter(corpus=corpus, pk__in=ids).values_list("pk", flat=True))
+    missing = [i for i in ids if i not in found]
+    if missing:
+        raise DocumentScopeInvalid(f"documents not in this corpus: {missing[:10]}", field="document_ids")
+    return ids
+
+
+def _enqueue(report: ResearchReport) -> None:
+    # Imported here: tasks import services, services only hand work to them.
+    from tasks.research import research_enqueue
+
+    research_enqueue(report_id=report.pk, time_limit_seconds=report.time_limit_seconds)
+
+
+# --- Cancel ---------------------------------------------------------------------------------
+def report_cancel(*, user: AbstractBaseUser, report_id: int) -> ResearchReport:
+    """QUEUED ends CANCELLED at once; RUNNING becomes CANCELLING and the run stops at its next
+    step, keeping its findings; a terminal report cannot be cancelled."""
+    for _ in range(3):  # the status can move under us (the run starting or ending): retry
+        report = _report_for_writer(user=user, report_id=report_id)
+        if report.status == ReportStatus.CANCELLING:
+            return report
+        if report.is_terminal:
+            raise ReportNotCancellable(f"the report is already {report.status.lower()}", field="id")
+        try:
+            if report.status == ReportStatus.QUEUED:
+                return report_finalize(
+                    report_id=report.pk, outcome=Outcome.CANCELLED, expect=ReportStatus.QUEUED
+                )
+            return report_transition(report=report, to=ReportStatus.CANCELLING, cancel_requested=True)
+        except TransitionLost:
+            continue
+    raise ReportNotCancellable("the report changed while cancelling; try again", field="id")
+
+
+def _report_for_writer(*, user: AbstractBaseUser, report_id: int) -> ResearchReport:
+    report = ResearchReport.objects.filter(pk=report_id).first()
+    if report is None or not (user.is_authenticated and (report.creator_id == user.pk or user.is_superuser)):
+        raise ReportNotFound("report not found", field="id")
+    return report
+
+
+# --- The run's scratchpad -------------------------------------------------------------------
+def report_mark_running(*, report_id: int) -> ResearchReport | None:
+    """QUEUED -> RUNNING; None when the report is gone or no longer queued (cancelled first,
+    or already taken by another delivery of the task)."""
+    report = ResearchReport.objects.filter(pk=report_id).first()
+    if report is None or report.status != ReportStatus.QUEUED:
+        return None
+    try:
+        return report_transition(report=report, to=ReportStatus.RUNNING)
+    except TransitionLost:
+        return None
+
+
+def report_plan_record(*, report_id: int, plan: list[dict[str, Any]]) -> None:
+    ResearchReport.objects.filter(pk=report_id).update(plan=plan, last_progress_at=timezone.now())
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    tool: str
+    arguments: dict[str, Any]
+    duration_ms: float
+    outcome: str
+
+
+@transaction.atomic
+def report_tool_call_record(
+    *, report_id: int, call: ToolCall, passage_ids: Sequence[int] = (), finding: dict[str, Any] | None = None
+) -> ResearchReport:
+    """One step of the run, in one write: the call's log entry, the passages it retrieved joined
+    to the run's accumulator, an accepted finding, and the progress counters."""
+    report = (
+        ResearchReport.objects.select_for_update()
+        .only("status", "retrieved_passage_ids", "tool_call_log", "findings", "step_count", "tool_call_count")
+        .get(pk=report_id)
+    )
+    fields = ["tool_call_log", "tool_call_count", "step_count", "last_progress_at", "updated"]
+    if passage_ids:
+        known = set(report.retrieved_passage_ids)
+        fresh = [pid for pid in dict.fromkeys(passage_ids) if pid not in known]
+        if fresh:
+            report.retrieved_passage_ids = [*report.retrieved_passage_ids, *fresh]
+            fields.append("retrieved_passage_ids")
+    if finding is not None:
+        report.findings = [*report.findings, finding]
+        fields.append("findings")
+    report.tool_call_log = [*report.tool_call_log, _log_entry(call, len(report.tool_call_log) + 1)]
+    report.tool_call_count += 1
+    report.step_count += 1
+    report.last_progress_at = report.updated = timezone.now()
+    report.save(update_fields=fields)
+    return report
+
+
+def _log_entry(call: ToolCall, index: int) -> dict[str, Any]:
+    preview = ", ".join(f"{k}={v!r}" for k, v in call.arguments.items())
+    return {
+        "index": index,
+        "tool": call.tool,
+        "arguments": _clip(preview, TOOL_ARGS_PREVIEW_CHARS),
+        "duration_ms": round(call.duration_ms, 2),
+        "outcome": _clip(call.outcome, TOOL_OUTCOME_PREVIEW_CHARS),
+        "at": timezone.now().isoformat(),
+    }
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"
+
+
+def finding_record(
+    *,
+    report_id: int,
+    claim: str,
+    quote: str,
+    passage_ids: Sequence[int],
+    section: str | None = None,
+    question: str | None = None,
+    duration_ms: float = 0.0,
+) -> dict[str, Any]:
+    """Record a finding if its passages were retrieved by this run and its quote is verbatim in
+    one of them; otherwise FindingRejected with a message the agent can act on. Atomic: the
+    finding, its log entry and the counters are written together."""
+    arguments = {"claim": claim, "quote": quote, "passage_ids": list(passage_ids), "section": section}
+    with transaction.atomic():
+        report = (
+            ResearchReport.objects.select_for_update()
+            .only("corpus_id", "status", "retrieved_passage_ids", "findings")
+            .get(pk=report_id)
+        )
+        try:
+            finding = _finding_validate(report, claim, quote, passage_ids, section, question)
+        except FindingRejected as exc:
+            # Rejections are steps too: the log shows what the agent tried.
+            report_tool_call_record(
+                report_id=report_id,
+                call=ToolCall("record_finding", arguments, duration_ms, f"rejected: {exc.message}"),
+            )
+            raise
+        report_tool_call_record(
+            report_id=report_id,
+            call=ToolCall("record_finding", arguments, duration_ms, f"recorded finding {finding['id']}"),
+            finding=finding,
+        )
+    return finding
+
+
+def _finding_validate(
+    report: ResearchReport,
+    claim: str,
+    quote: str,
+    passage_ids: Sequence[int],
+    section: str | None,
+    question: str | None,
+) -> dict[str, Any]:
+    if report.status not in (ReportStatus.RUNNING, ReportStatus.CANCELLING):
+        raise FindingRejected(f"the run is {report.status.lower()}; no more findings", code="run_not_active")
+    claim = " ".join((claim or "").split())
+    if not claim or len(claim) > CLAIM_MAX_CHARS:
+        raise FindingRejected(f"a claim is 1 to {CLAIM_MAX_CHARS} characters", field="claim")
+    quote = quote or ""
+    if len(quote.strip()) < QUOTE_MIN_CHARS or len(quote) > QUOTE_MAX_CHARS:
+        raise FindingRejected(
+            f"a quote is {QUOTE_MIN_CHARS} to {QUOTE_MAX_CHARS} characters copied exactly from one passage",
+            field="quote",
+        )
+    try:
+        ids = list(dict.fromkeys(int(i) for i in passage_ids))
+    except (TypeError, ValueError) as exc:
+        raise FindingRejected(
+            "passage_ids must be integers from search results", field="passage_ids"
+        ) from exc
+    if not ids:
+        raise FindingRejected("cite at least one passage id from search results", field="passage_ids")
+    retrieved = set(report.retrieved_passage_ids)
+    unretrieved = [i for i in ids if i not in retrieved]
+    if unretrieved:
+        raise FindingRejected(
+            f"passages {unretrieved} were not returned by a search in this run; cite only passage ids "
+            "that a search or context tool returned",
+            code="passage_not_retrieved",
+            field="passage_ids",
+        )
+    passages = citable_passages(corpus_id=report.corpus_id, passage_ids=ids)
+    for pid in ids:
+        passage = passages.get(pid)
+        span = quote_locate(passage.text, quote) if passage else None
+        if span is None:
+            continue
+        exact = passage.text[span[0] : span[1]]
+        if any(f["passage_id"] == pid and f["quote"] == exact for f in report.findings):
+            raise FindingRejected(
+                "this quote from this passage is already recorded; look for new evidence",
+                code="finding_duplicate",
+            )
+        return {
+            "id": len(report.findings) + 1,
+            "claim": claim,
+            "quote": exact,
+            "passage_id": pid,
+            "passage_ids": ids,
+            "document_id": passage.document_id,
+            "start": passage.start + span[0],
+            "end": passage.start + span[1],
+            "section": " ".join((section or "").split())[:SECTION_MAX_CHARS] or None,
+            "question": " ".join((question or "").split())[:SECTION_MAX_CHARS] or None,
+            "recorded_at": timezone.now().isoformat(),
+        }
+    raise FindingRejected(
+        f"the quote is not verbatim in passages {ids}; copy the exact words of one passage",
+        code="quote_not_verbatim",
+        field="quote",
+    )
+
+
+def report_usage_record(*, report_id: int, usage: dict[str, Any]) -> None:
+    ResearchReport.objects.filter(pk=report_id).update(model_usage=usage)
+
+
+def report_retry_count_bump(*, report_id: int) -> None:
+    ResearchReport.objects.filter(pk=report_id).update(retry_count=F("retry_count") + 1)
+
+
+# --- Finalize -------------------------------------------------------------------------------
+class Outcome:
+    COMPLETED = "completed"  # the agent finalized its report
+    SALVAGED = "salvaged"  # a budget or the time limit ran out: the findings become the report
+    CANCELLED = "cancelled"
+    FAILED = "failed"
+
+
+def report_finalize(
+    *,
+    report_id: int,
+    outcome: str,
+    draft: str | None = None,
+    budget: str | None = None,
+    error: str | None = None,
+    usage: dict[str, Any] | None = None,
+    expect: str | None = None,
+) -> ResearchReport:
+    """Render and store the report, move it to its terminal status, notify the creator and the
+    originating conversation — all in one transaction, exactly once: a second call (a task
+    delivered twice, a cancel racing the end of the run) finds it finalized and changes nothing."""
+    with transaction.atomic():
+        report = ResearchReport.objects.select_for_update().select_related("corpus").get(pk=report_id)
+        if report.finalized_at is not None or report.is_terminal:
+            return report
+        if expect is not None and report.status != expect:
+            raise TransitionLost(f"report {report_id} is no longer {expect.lower()}")
+        status, warnings, error_text, draft = _final_state(report, outcome, draft, budget, error)
+        rendered = citations_render(
+            draft=draft,
+            passages=citable_passages(corpus_id=report.corpus_id, passage_ids=report.retrieved_passage_ids),
+            retrieved_ids=report.retrieved_passage_ids,
+            findings=report.findings,
+        )
+        report = report_transition(
+            report=report,
+            to=status,
+            content=rendered.content,
+            citations=rendered.citations,
+            warnings=[*report.warnings, *warnings, *rendered.warnings],
+            error=error_text[:ERROR_MAX_CHARS],
+            model_usage=usage if usage is not None else report.model_usage,
+            finalized_at=timezone.now(),
+        )
+        report.cited_passages.set(rendered.passage_ids)
+        report.cited_documents.set(rendered.document_ids)
+        notification_create_for_report(report=report)
+        if report.conversation_id is not None:
+            _announce_in_conversation(report)
+    return report
+
+
+def _final_state(
+    report: ResearchReport, outcome: str, draft: str | None, budget: str | None, error: str | None
+) -> tuple[str, list[str], str, str]:
+    """(status, warnings, error, draft) for how the run ended."""
+    cancelling = report.status in (ReportStatus.CANCELLING, ReportStatus.QUEUED) or report.cancel_requested
+    from_findings = _draft_from_findings(report)
+    if outcome == Outcome.CANCELLED or (cancelling and outcome != Outcome.FAILED):
+        return ReportStatus.CANCELLED, [], "", from_findings
+    if outcome == Outcome.COMPLETED:
+        if draft and draft.strip():
+            return ReportStatus.COMPLETED, [], "", draft
+        return ReportStatus.COMPLETED, ["draft_missing:composed_from_findings"], "", from_findings
+    if outcome == Outcome.SALVAGED:
+        warning = f"{WARNING_BUDGET_EXHAUSTED}:{budget or 'steps'}"
+        if report.findings:
+            return ReportStatus.COMPLETED, [warning], "", from_findings
+        return (
+            ReportStatus.FAILED,
+            [warning],
+            f"The research budget ({budget or 'steps'}) ran out before any finding was recorded.",
+            from_findings,
+        )
+    return ReportStatus.FAILED, [], error or "The research run failed.", from_findings
+
+
+def _draft_from_findings(report: ResearchReport) -> str:
+    titles = dict(
+        Document.objects.filter(pk__in={f["document_id"] for f in report.findings}).values_list("pk", "title")
+    )
+    questions = [step["question"] for step in report.plan if isinstance(step, dict) and step.get("question")]
+    return compose_report(
+        title=report.title,
+        questions=questions,
+        findings=report.findings,
+        document_titles=titles,
+        note="Composed from the findings recorded before the run ended.",
+    )
+
+
+def _announce_in_conversation(report: ResearchReport) -> None:
+    url = reverse("research:report-detail", kwargs={"slug": report.slug})
+    verb = {
+        ReportStatus.COMPLETED: "is ready",
+        ReportStatus.FAILED: "failed",
+        ReportStatus.CANCELLED: "was cancelled",
+    }[report.status]
+    findings = len(report.findings)
+    plural = "s" if findings != 1 else ""
+    chat_message_append(
+        conversation=report.conversation,
+        role=MessageRole.SYSTEM,
+        content=f"Deep research {verb}: [{report.title}]({url}) ({findings} finding{plural}).",
+        data={"report_id": report.pk, "slug": report.slug, "status": report.status, "url": url},
+    )

@@ -1,0 +1,65 @@
+"""Research runs in the background. With a broker, the Celery task `run_research`; without one,
+a small in-process thread pool, so `runserver` and the CLI work with no services at all."""
+
+import logging
+from concurrent.futures import Future, ThreadPoolExecutor
+
+from celery import shared_task
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+from django.db import close_old_connections, connection
+
+from research.run import report_run, report_salvage_on_timeout
+
+logger = logging.getLogger(__name__)
+
+# Celery's own limits are a backstop behind the run's deadline (which salvages cleanly): they
+# are given per call from the report's budget, never fixed when this module is imported.
+SOFT_LIMIT_GRACE_SECONDS = 60
+HARD_LIMIT_GRACE_SECONDS = 120
+
+
+@shared_task(name="research.run_research", acks_late=True, ignore_result=True)
+def run_research(report_id: int) -> None:
+    try:
+        report_run(report_id=report_id)
+    except SoftTimeLimitExceeded:
+        report_salvage_on_timeout(report_id=report_id)
+
+
+class InProcessResearchPool:
+    """Research runs started by this process when there is no broker, a thread each."""
+
+    def __init__(self) -> None:
+        self._executor: ThreadPoolExecutor | None = None
+
+    def submit(self, report_id: int) -> Future:
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(
+                max_workers=settings.RESEARCH_INPROCESS_WORKERS, thread_name_prefix="deepcite-research"
+            )
+        return self._executor.submit(self._run, report_id)
+
+    @staticmethod
+    def _run(report_id: int) -> None:
+        try:
+            close_old_connections()
+            report_run(report_id=report_id)
+        except Exception:  # logged; report_run already ends the report whenever it can
+            logger.exception("in-process research run %s failed", report_id)
+        finally:
+            connection.close()
+
+
+in_process_pool = InProcessResearchPool()
+
+
+def research_enqueue(*, report_id: int, time_limit_seconds: int) -> None:
+    if settings.CELERY_BROKER_URL:
+        run_research.apply_async(
+            args=[report_id],
+            soft_time_limit=time_limit_seconds + SOFT_LIMIT_GRACE_SECONDS,
+            time_limit=time_limit_seconds + HARD_LIMIT_GRACE_SECONDS,
+        )
+    else:
+        in_process_pool.submit(report_id)
