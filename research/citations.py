@@ -26,6 +26,8 @@ from research.constants import (
 from research.quotes import quote_locate
 
 SOURCES_HEADING = "## Sources"
+# Ids a draft may name that are looked up at all; more are treated as unknown.
+DRAFT_IDS_MAX = 2_000
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,18 @@ def citations_render(
         passage_ids=list(dict.fromkeys(c["passage_id"] for c in renderer.citations)),
         document_ids=list(dict.fromkeys(c["document_id"] for c in renderer.citations)),
     )
+
+
+def draft_passage_ids(draft: str) -> set[int]:
+    """Every numeric id the draft's <cite> tags name, so the caller can tell a passage that
+    exists but was never retrieved from one that does not exist."""
+    ids: set[int] = set()
+    for match in _CITE.finditer(draft or ""):
+        raw = _attributes(match.group(1)).get("ids", "")
+        ids.update(int(token) for token in re.split(r"[\s,;]+", raw) if token.isdigit() and len(token) < 19)
+        if len(ids) >= DRAFT_IDS_MAX:
+            break
+    return set(sorted(ids)[:DRAFT_IDS_MAX])
 
 
 # --- Guards over the agent's markdown -------------------------------------------------------

@@ -21,10 +21,10 @@ def compose_report(
     findings sections is a recorded claim cited to its passage."""
     by_question: dict[str, list[Mapping[str, Any]]] = {q: [] for q in questions}
     for finding in findings:
-        question = finding.get("question") or finding.get("section") or UNASSIGNED_QUESTION
+        question = finding.get("section") or UNASSIGNED_QUESTION
         by_question.setdefault(question, []).append(finding)
     answered = [q for q, items in by_question.items() if items and q != UNASSIGNED_QUESTION]
-    asked = [q for q in questions]
+    asked = list(questions)
     documents = {f["document_id"] for f in findings}
 
     lines = [f"# {_one_line(title)}", ""]

@@ -19,7 +19,7 @@ from conversations.models import ChatMessage, Conversation, MessageRole
 from conversations.services import chat_message_append
 from corpora.models import Corpus, Document
 from notifications.services import notification_create_for_report
-from research.citations import citations_render
+from research.citations import citations_render, draft_passage_ids
 from research.constants import (
     CLAIM_MAX_CHARS,
     DEFAULT_DEPTH,
@@ -269,7 +269,6 @@ def finding_record(
     quote: str,
     passage_ids: Sequence[int],
     section: str | None = None,
-    question: str | None = None,
     duration_ms: float = 0.0,
 ) -> dict[str, Any]:
     """Record a finding if its passages were retrieved by this run and its quote is verbatim in
@@ -283,20 +282,22 @@ def finding_record(
             .get(pk=report_id)
         )
         try:
-            finding = _finding_validate(report, claim, quote, passage_ids, section, question)
+            finding = _finding_validate(report, claim, quote, passage_ids, section)
         except FindingRejected as exc:
-            # Rejections are steps too: the log shows what the agent tried.
+            rejection = exc
+        else:
             report_tool_call_record(
                 report_id=report_id,
-                call=ToolCall("record_finding", arguments, duration_ms, f"rejected: {exc.message}"),
+                call=ToolCall("record_finding", arguments, duration_ms, f"recorded finding {finding['id']}"),
+                finding=finding,
             )
-            raise
-        report_tool_call_record(
-            report_id=report_id,
-            call=ToolCall("record_finding", arguments, duration_ms, f"recorded finding {finding['id']}"),
-            finding=finding,
-        )
-    return finding
+            return finding
+    # Rejections are steps too, logged outside the finding's transaction so the log keeps them.
+    report_tool_call_record(
+        report_id=report_id,
+        call=ToolCall("record_finding", arguments, duration_ms, f"rejected: {rejection.message}"),
+    )
+    raise rejection
 
 
 def _finding_validate(
@@ -305,7 +306,6 @@ def _finding_validate(
     quote: str,
     passage_ids: Sequence[int],
     section: str | None,
-    question: str | None,
 ) -> dict[str, Any]:
     if report.status not in (ReportStatus.RUNNING, ReportStatus.CANCELLING):
         raise FindingRejected(f"the run is {report.status.lower()}; no more findings", code="run_not_active")
@@ -357,7 +357,6 @@ def _finding_validate(
             "start": passage.start + span[0],
             "end": passage.start + span[1],
             "section": " ".join((section or "").split())[:SECTION_MAX_CHARS] or None,
-            "question": " ".join((question or "").split())[:SECTION_MAX_CHARS] or None,
             "recorded_at": timezone.now().isoformat(),
         }
     raise FindingRejected(
@@ -403,9 +402,10 @@ def report_finalize(
         if expect is not None and report.status != expect:
             raise TransitionLost(f"report {report_id} is no longer {expect.lower()}")
         status, warnings, error_text, draft = _final_state(report, outcome, draft, budget, error)
+        known = {*report.retrieved_passage_ids, *draft_passage_ids(draft)}
         rendered = citations_render(
             draft=draft,
-            passages=citable_passages(corpus_id=report.corpus_id, passage_ids=report.retrieved_passage_ids),
+            passages=citable_passages(corpus_id=report.corpus_id, passage_ids=known),
             retrieved_ids=report.retrieved_passage_ids,
             findings=report.findings,
         )

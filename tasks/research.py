@@ -2,7 +2,9 @@
 a small in-process thread pool, so `runserver` and the CLI work with no services at all."""
 
 import logging
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import wait as futures_wait
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
@@ -32,13 +34,26 @@ class InProcessResearchPool:
 
     def __init__(self) -> None:
         self._executor: ThreadPoolExecutor | None = None
+        self._futures: set[Future] = set()
+        self._lock = threading.Lock()
 
     def submit(self, report_id: int) -> Future:
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(
-                max_workers=settings.RESEARCH_INPROCESS_WORKERS, thread_name_prefix="deepcite-research"
-            )
-        return self._executor.submit(self._run, report_id)
+        with self._lock:
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(
+                    max_workers=settings.RESEARCH_INPROCESS_WORKERS, thread_name_prefix="deepcite-research"
+                )
+            future = self._executor.submit(self._run, report_id)
+            self._futures.add(future)
+        future.add_done_callback(self._futures.discard)
+        return future
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for every run submitted so far; False if some are still running at the timeout."""
+        with self._lock:
+            pending = list(self._futures)
+        _done, not_done = futures_wait(pending, timeout=timeout)
+        return not not_done
 
     @staticmethod
     def _run(report_id: int) -> None:

@@ -1,5 +1,6 @@
 import pytest
 from django.contrib.auth import get_user_model
+from pydantic_ai import models as pydantic_ai_models
 
 from corpora.retrieval.dense import dense_indexes
 from corpora.retrieval.lexical import term_statistics
@@ -29,3 +30,7 @@ def other_user(db):
 @pytest.fixture
 def corpus(user):
     return corpus_create(creator=user, name="Contracts")
+
+
+# No test may reach a real LLM: models are FunctionModels or TestModels.
+pydantic_ai_models.ALLOW_MODEL_REQUESTS = False

@@ -1,0 +1,87 @@
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from corpora.models import Document
+from research.models import ReportStatus, ResearchReport
+from tests.factories import ingest_samples
+
+CLI_USER = "deepcite"
+
+
+@pytest.fixture
+def cli_corpus(transactional_db):
+    from corpora.services import cli_user_ensure, corpus_create
+
+    owner = cli_user_ensure(username=CLI_USER)
+    corpus = corpus_create(creator=owner, name="Samples")
+    ingest_samples(corpus)
+    return corpus
+
+
+def _research(capsys, *args) -> tuple[int, str]:
+    try:
+        call_command("research", *args)
+        code = 0
+    except SystemExit as exit_:
+        code = exit_.code
+    return code, capsys.readouterr().out
+
+
+def test_research_json_runs_in_process_and_prints_a_verifiable_report(cli_corpus, capsys):
+    code, out = _research(
+        capsys,
+        "--corpus",
+        "Samples",
+        "--json",
+        "--depth",
+        "shallow",
+        "Research liability caps and governing law",
+    )
+    assert code == 0
+    report = json.loads(out)
+    assert set(report) >= {
+        "report_id",
+        "status",
+        "depth",
+        "content",
+        "citations",
+        "warnings",
+        "duration_seconds",
+        "retry_count",
+    }
+    assert report["status"] == ReportStatus.COMPLETED
+    assert report["depth"] == "shallow"
+    assert report["retry_count"] == 0
+    assert report["duration_seconds"] >= 0
+    assert report["citations"]
+    for citation in report["citations"]:
+        document = Document.objects.get(pk=citation["document_id"])
+        assert citation["document_title"] == document.title
+        assert citation["source_name"] == document.source_name
+        assert document.text[citation["start"] : citation["end"]] == citation["quote"]
+    assert ResearchReport.objects.get(pk=report["report_id"]).status == ReportStatus.COMPLETED
+
+
+def test_research_text_output_ends_with_the_status_line(cli_corpus, capsys):
+    code, out = _research(capsys, "--corpus", "Samples", "What is the notice period for termination?")
+    assert code == 0
+    assert "## Sources" in out
+    assert out.rstrip().splitlines()[-1].endswith(": COMPLETED")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--corpus", "Nope", "x"], "[corpus_not_found]"),
+        (["--corpus", "Samples", "   "], "[prompt_invalid]"),
+        (["--corpus", "Samples", "--no-wait", "x"], "[no_broker]"),
+        (["--corpus", "Samples", "--documents", "a,b", "x"], "[document_scope_invalid]"),
+    ],
+)
+def test_research_errors_are_one_line_with_a_code(cli_corpus, args, message):
+    with pytest.raises(CommandError) as error:
+        call_command("research", *args)
+    assert str(error.value).startswith(message)
+    assert ResearchReport.objects.count() == 0

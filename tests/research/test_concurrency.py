@@ -1,0 +1,44 @@
+import threading
+
+import pytest
+from django.db import connection
+
+from research.exceptions import ReportAlreadyActive
+from research.models import ResearchReport
+from research.services import report_start
+from tasks.research import in_process_pool
+
+THREADS = 20
+
+
+@pytest.mark.django_db(transaction=True)
+def test_twenty_simultaneous_starts_create_exactly_one_report(user, corpus):
+    if connection.vendor != "postgresql":
+        pytest.skip("the race is checked on PostgreSQL, where starts really run in parallel")
+    barrier = threading.Barrier(THREADS)
+    outcomes: list[str] = []
+    lock = threading.Lock()
+
+    def start(index: int) -> None:
+        try:
+            barrier.wait()
+            report_start(user=user, corpus=corpus, prompt=f"race {index}")
+            result = "created"
+        except ReportAlreadyActive:
+            result = "already_active"
+        except Exception as exc:  # anything else is a failure the assertion below shows
+            result = f"error: {exc!r}"
+        finally:
+            connection.close()
+        with lock:
+            outcomes.append(result)
+
+    threads = [threading.Thread(target=start, args=(i,)) for i in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert in_process_pool.wait(timeout=60)  # the one queued run, before the database is flushed
+
+    assert sorted(outcomes) == ["already_active"] * (THREADS - 1) + ["created"]
+    assert ResearchReport.objects.filter(creator=user, corpus=corpus).count() == 1

@@ -1,0 +1,258 @@
+import pytest
+from django.contrib.auth import get_user_model
+from guardian.shortcuts import assign_perm
+
+from corpora.models import Passage
+from notifications.models import Notification, NotificationKind
+from research.constants import MAX_STEPS_CEILING, PROMPT_MAX_CHARS, RUBRIC_MAX_CHARS
+from research.exceptions import (
+    DepthInvalid,
+    DocumentScopeInvalid,
+    FindingRejected,
+    PromptInvalid,
+    ReportAlreadyActive,
+    ReportNotCancellable,
+    ReportNotFound,
+    ReportPermissionDenied,
+    RubricInvalid,
+)
+from research.models import ReportStatus, ResearchReport
+from research.services import (
+    Outcome,
+    ToolCall,
+    finding_record,
+    report_cancel,
+    report_finalize,
+    report_mark_running,
+    report_start,
+    report_tool_call_record,
+)
+
+LIABILITY_SENTENCE = (
+    "In no event shall either party be liable for any indirect, incidental or consequential damages."
+)
+
+
+# --- report_start ---------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("depth", "steps", "tool_calls", "iterations"),
+    [("shallow", 25, 25, 1), ("standard", 50, 60, 2), ("deep", 100, 120, 3)],
+)
+def test_start_queues_a_report_with_the_depth_preset(user, corpus, depth, steps, tool_calls, iterations):
+    report = report_start(user=user, corpus=corpus, prompt="  Research indemnification  ", depth=depth)
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.status == ReportStatus.QUEUED
+    assert stored.prompt == "Research indemnification"
+    assert stored.title == "Research indemnification"
+    assert (stored.max_steps, stored.max_tool_calls, stored.rubric_iterations) == (
+        steps,
+        tool_calls,
+        iterations,
+    )
+    assert stored.token_limit == 400_000
+    assert stored.time_limit_seconds == 1800
+    assert stored.slug.startswith("research-indemnification-")
+
+
+@pytest.mark.parametrize(
+    ("asked", "stored"), [(0, 1), (-5, 1), (7, 7), (MAX_STEPS_CEILING + 1, 500), (10**6, 500)]
+)
+def test_start_clamps_max_steps(user, corpus, asked, stored):
+    report = report_start(user=user, corpus=corpus, prompt="x", max_steps=asked)
+    assert ResearchReport.objects.get(pk=report.pk).max_steps == stored
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "field"),
+    [
+        ({"prompt": ""}, PromptInvalid, "prompt"),
+        ({"prompt": " \n\t "}, PromptInvalid, "prompt"),
+        ({"prompt": "x" * (PROMPT_MAX_CHARS + 1)}, PromptInvalid, "prompt"),
+        ({"prompt": "x", "rubric": "r" * (RUBRIC_MAX_CHARS + 1)}, RubricInvalid, "rubric"),
+        ({"prompt": "x", "depth": "bottomless"}, DepthInvalid, "depth"),
+        ({"prompt": "x", "document_ids": [999999]}, DocumentScopeInvalid, "document_ids"),
+        ({"prompt": "x", "document_ids": ["abc"]}, DocumentScopeInvalid, "document_ids"),
+    ],
+)
+def test_start_rejects_bad_input_with_a_code_and_creates_nothing(user, corpus, kwargs, error, field):
+    with pytest.raises(error) as raised:
+        report_start(user=user, corpus=corpus, **kwargs)
+    assert raised.value.field == field
+    assert ResearchReport.objects.count() == 0
+
+
+def test_start_accepts_the_longest_prompt_and_a_document_subset(user, corpus, samples):
+    document = samples[0].document
+    report = report_start(user=user, corpus=corpus, prompt="y" * PROMPT_MAX_CHARS, document_ids=[document.pk])
+    assert report.document_scope == [document.pk]
+    assert len(report.title) <= 120
+
+
+def test_start_needs_read_permission_and_leaves_nothing_behind(
+    other_user, corpus, django_capture_on_commit_callbacks
+):
+    with django_capture_on_commit_callbacks() as callbacks, pytest.raises(ReportPermissionDenied) as raised:
+        report_start(user=other_user, corpus=corpus, prompt="steal")
+    assert raised.value.code == "permission_denied"
+    assert ResearchReport.objects.count() == 0
+    assert callbacks == []
+
+
+def test_start_enqueues_once_on_commit(user, corpus, django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks() as callbacks:
+        report_start(user=user, corpus=corpus, prompt="x")
+    assert len(callbacks) == 1
+
+
+def test_one_active_report_per_creator_and_corpus(user, other_user, corpus):
+    first = report_start(user=user, corpus=corpus, prompt="first")
+    with pytest.raises(ReportAlreadyActive) as raised:
+        report_start(user=user, corpus=corpus, prompt="second")
+    assert raised.value.code == "research_already_in_progress"
+    # another reader of the same corpus has their own slot
+    assign_perm("view_corpus", other_user, corpus)
+    report_start(user=other_user, corpus=corpus, prompt="theirs")
+    # and once the first ends, the creator may start again
+    report_cancel(user=user, report_id=first.pk)
+    report_start(user=user, corpus=corpus, prompt="again")
+    assert ResearchReport.objects.filter(creator=user).count() == 2
+
+
+# --- report_cancel --------------------------------------------------------------------------
+def test_cancel_queued_ends_cancelled_at_once_and_notifies(user, report):
+    cancelled = report_cancel(user=user, report_id=report.pk)
+    assert cancelled.status == ReportStatus.CANCELLED
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.status == ReportStatus.CANCELLED and stored.finalized_at is not None
+    notification = Notification.objects.get(recipient=user)
+    assert notification.kind == NotificationKind.RESEARCH_REPORT_CANCELLED
+    assert notification.data["status"] == "CANCELLED"
+
+
+def test_cancel_running_asks_the_run_to_stop(user, report):
+    report_mark_running(report_id=report.pk)
+    cancelling = report_cancel(user=user, report_id=report.pk)
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert cancelling.status == stored.status == ReportStatus.CANCELLING
+    assert stored.cancel_requested is True
+    # a second cancel while cancelling changes nothing and is not an error
+    assert report_cancel(user=user, report_id=report.pk).status == ReportStatus.CANCELLING
+
+
+@pytest.mark.parametrize("terminal", [ReportStatus.COMPLETED, ReportStatus.FAILED, ReportStatus.CANCELLED])
+def test_cancel_of_a_terminal_report_is_refused_and_changes_nothing(user, report, terminal):
+    ResearchReport.objects.filter(pk=report.pk).update(status=terminal, content="kept")
+    with pytest.raises(ReportNotCancellable) as raised:
+        report_cancel(user=user, report_id=report.pk)
+    assert raised.value.code == "report_not_cancellable"
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert (stored.status, stored.content) == (terminal, "kept")
+    assert Notification.objects.count() == 0
+
+
+def test_only_the_creator_or_a_superuser_can_cancel(report, other_user):
+    with pytest.raises(ReportNotFound):
+        report_cancel(user=other_user, report_id=report.pk)
+    assert ResearchReport.objects.get(pk=report.pk).status == ReportStatus.QUEUED
+    admin = get_user_model().objects.create_superuser(username="root", password="pw-root-123")
+    assert report_cancel(user=admin, report_id=report.pk).status == ReportStatus.CANCELLED
+
+
+# --- finding_record -------------------------------------------------------------------------
+def _retrieve(report, *passages: Passage) -> None:
+    report_tool_call_record(
+        report_id=report.pk,
+        call=ToolCall("search_passages", {"query": "q"}, 1.0, "ok"),
+        passage_ids=[p.pk for p in passages],
+    )
+
+
+def _liability_passage() -> Passage:
+    return Passage.objects.get(text__contains="consequential damages")
+
+
+def test_finding_with_a_retrieved_passage_and_verbatim_quote_is_recorded(report):
+    report_mark_running(report_id=report.pk)
+    passage = _liability_passage()
+    _retrieve(report, passage)
+    # typographic quotes and odd spacing still match; the stored quote is the exact source span
+    finding = finding_record(
+        report_id=report.pk,
+        claim="Consequential damages are excluded.",
+        quote="In  no event shall   either party be liable\nfor any indirect",
+        passage_ids=[passage.pk],
+        section="Liability",
+    )
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.findings == [finding]
+    document = passage.document
+    assert document.text[finding["start"] : finding["end"]] == finding["quote"]
+    assert finding["quote"] in passage.text
+    assert stored.step_count == 2 and stored.tool_call_count == 2
+    assert stored.tool_call_log[-1]["tool"] == "record_finding"
+    assert stored.tool_call_log[-1]["outcome"] == "recorded finding 1"
+
+
+@pytest.mark.parametrize(
+    ("claim", "quote", "use_retrieved", "code"),
+    [
+        ("c", LIABILITY_SENTENCE, False, "passage_not_retrieved"),
+        ("c", "In no event shall the Buyer be liable for anything at all.", True, "quote_not_verbatim"),
+        ("c", "liable", True, "finding_rejected"),
+        ("", LIABILITY_SENTENCE, True, "finding_rejected"),
+    ],
+)
+def test_finding_rejections_say_what_to_fix_and_store_nothing(
+    report, samples, claim, quote, use_retrieved, code
+):
+    report_mark_running(report_id=report.pk)
+    passage = _liability_passage()
+    other = Passage.objects.exclude(pk=passage.pk).filter(is_heading=False).first()
+    _retrieve(report, other)
+    if use_retrieved:
+        _retrieve(report, passage)
+    with pytest.raises(FindingRejected) as raised:
+        finding_record(report_id=report.pk, claim=claim, quote=quote, passage_ids=[passage.pk])
+    assert raised.value.code == code
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.findings == []
+    assert stored.tool_call_log[-1]["outcome"].startswith("rejected: ")
+
+
+def test_the_same_quote_twice_is_a_duplicate(report):
+    report_mark_running(report_id=report.pk)
+    passage = _liability_passage()
+    _retrieve(report, passage)
+    finding_record(report_id=report.pk, claim="a", quote=LIABILITY_SENTENCE, passage_ids=[passage.pk])
+    with pytest.raises(FindingRejected) as raised:
+        finding_record(report_id=report.pk, claim="b", quote=LIABILITY_SENTENCE, passage_ids=[passage.pk])
+    assert raised.value.code == "finding_duplicate"
+    assert len(ResearchReport.objects.get(pk=report.pk).findings) == 1
+
+
+def test_no_findings_once_the_run_is_over(report):
+    with pytest.raises(FindingRejected) as raised:  # still QUEUED
+        finding_record(report_id=report.pk, claim="a", quote=LIABILITY_SENTENCE, passage_ids=[1])
+    assert raised.value.code == "run_not_active"
+
+
+# --- report_finalize ------------------------------------------------------------------------
+def test_finalize_runs_once(user, report):
+    report_mark_running(report_id=report.pk)
+    passage = _liability_passage()
+    _retrieve(report, passage)
+    finding_record(
+        report_id=report.pk, claim="Damages excluded.", quote=LIABILITY_SENTENCE, passage_ids=[passage.pk]
+    )
+    first = report_finalize(
+        report_id=report.pk, outcome=Outcome.COMPLETED, draft=f'<cite ids="{passage.pk}">X</cite>'
+    )
+    second = report_finalize(report_id=report.pk, outcome=Outcome.FAILED, error="late duplicate")
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert first.status == second.status == stored.status == ReportStatus.COMPLETED
+    assert stored.error == ""
+    assert stored.content.startswith("X[^1]")
+    assert stored.citations[0]["quote"] == LIABILITY_SENTENCE
+    assert list(stored.cited_passages.values_list("pk", flat=True)) == [passage.pk]
+    assert list(stored.cited_documents.values_list("pk", flat=True)) == [passage.document_id]
+    assert Notification.objects.filter(recipient=user).count() == 1
