@@ -77,8 +77,10 @@ def _stem(word: str) -> str:
     "report" (the lexical index stems with Porter; sentence choice needs only this much)."""
     for suffix, replacement in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", ""), ("ly", "")):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
-            return word[: -len(suffix)] + replacement
-    return word
+            word = word[: -len(suffix)] + replacement
+            break
+    # "terminate" and "terminated" meet at "terminat".
+    return word[:-1] if word.endswith("e") and len(word) > 4 else word
 
 
 def _keywords(question: str) -> str:
