@@ -32,6 +32,8 @@ demo: install
 	$(BIN)/python manage.py migrate --noinput -v 0
 	$(BIN)/python manage.py ingest examples/northwind --corpus "$(DEMO_CORPUS)"
 	$(BIN)/python manage.py search --corpus "$(DEMO_CORPUS)" "How long are backups kept after a document is deleted?" --top-k 3
+	$(BIN)/python manage.py research --corpus "$(DEMO_CORPUS)" --depth standard \
+		"Please research backup retention, data deletion after termination and the incident response process"
 
 bench: install
 	$(BIN)/python bench/retrieval.py

@@ -1,0 +1,127 @@
+"""A research run through a real Celery worker process on Redis and PostgreSQL, started the way
+the README starts it. Skipped where either service is missing (SQLite runs, a bare laptop)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import redis
+from django.core.management import call_command
+from django.db import connection
+
+from config.celery_app import app as celery_app
+from corpora.models import Document
+from corpora.services import cli_user_ensure, corpus_create
+from research.models import ReportStatus, ResearchReport
+from research.services import report_start
+from tests.factories import ingest_samples
+
+ROOT = Path(__file__).resolve().parents[2]
+BROKER_URL = os.environ.get("DEEPCITE_TEST_BROKER_URL", "redis://127.0.0.1:6379/14")
+WAIT_SECONDS = 90
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _redis_up() -> bool:
+    try:
+        return bool(redis.Redis.from_url(BROKER_URL, socket_connect_timeout=1).ping())
+    except redis.RedisError:
+        return False
+
+
+@pytest.fixture
+def broker(settings):
+    if connection.vendor != "postgresql":
+        pytest.skip("needs PostgreSQL: a worker process cannot share the in-memory SQLite test database")
+    if not _redis_up():
+        pytest.skip(f"needs Redis at {BROKER_URL}")
+    redis.Redis.from_url(BROKER_URL).flushdb()
+    settings.CELERY_BROKER_URL = BROKER_URL
+    previous = celery_app.conf.broker_url
+    celery_app.conf.broker_url = BROKER_URL
+    yield BROKER_URL
+    celery_app.conf.broker_url = previous
+    redis.Redis.from_url(BROKER_URL).flushdb()
+
+
+@pytest.fixture
+def worker(broker):
+    db = connection.settings_dict
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings.local",
+        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+        "CELERY_BROKER_URL": broker,
+        "EMBEDDING_BACKEND": "none",
+        "LOG_LEVEL": "WARNING",
+    }
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "worker",
+            "--concurrency",
+            "1",
+            "--loglevel",
+            "WARNING",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    yield process
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def _wait_terminal(report_id: int, worker: subprocess.Popen) -> ResearchReport:
+    deadline = time.monotonic() + WAIT_SECONDS
+    while time.monotonic() < deadline:
+        report = ResearchReport.objects.get(pk=report_id)
+        if report.is_terminal:
+            return report
+        assert worker.poll() is None, worker.stdout.read()
+        time.sleep(0.3)
+    raise AssertionError(f"report {report_id} still {report.status} after {WAIT_SECONDS}s")
+
+
+def test_a_worker_process_runs_the_research_and_the_command_waits_for_it(worker, capsys):
+    owner = cli_user_ensure(username="deepcite")
+    corpus = corpus_create(creator=owner, name="Samples")
+    ingest_samples(corpus)
+
+    # a run queued by the service is picked up by the worker
+    report = report_start(user=owner, corpus=corpus, prompt="Research liability caps and governing law")
+    finished = _wait_terminal(report.pk, worker)
+    assert finished.status == ReportStatus.COMPLETED
+    assert finished.citations
+    for citation in finished.citations:
+        document = Document.objects.get(pk=citation["document_id"])
+        assert document.text[citation["start"] : citation["end"]] == citation["quote"]
+        assert citation["passage_id"] in finished.retrieved_passage_ids
+
+    # the command enqueues, waits and prints the report
+    call_command("research", "--corpus", "Samples", "--json", "When can the licence be terminated?")
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["status"] == ReportStatus.COMPLETED
+    assert printed["citations"]
+
+    # --no-wait prints only the id; the worker still finishes the run
+    call_command("research", "--corpus", "Samples", "--no-wait", "insurance")
+    report_id = int(capsys.readouterr().out.strip())
+    assert _wait_terminal(report_id, worker).status == ReportStatus.COMPLETED
