@@ -34,3 +34,21 @@ def corpus(user):
 
 # No test may reach a real LLM: models are FunctionModels or TestModels.
 pydantic_ai_models.ALLOW_MODEL_REQUESTS = False
+
+
+@pytest.fixture(autouse=True)
+def _finalized_reports_keep_the_citation_graph_closed(request):
+    """After every test that used the database: each report it finalized cites only passages its
+    run retrieved, with every quote verbatim at its offsets (0 fabricated citations suite-wide)."""
+    marker = request.node.get_closest_marker("django_db")
+    if "transactional_db" in request.fixturenames or (marker and marker.kwargs.get("transaction")):
+        request.getfixturevalue("transactional_db")
+    elif "db" in request.fixturenames or marker:
+        request.getfixturevalue("db")
+    else:
+        yield
+        return
+    yield
+    from tests.research.checks import assert_every_finalized_report_is_closed
+
+    assert_every_finalized_report_is_closed()

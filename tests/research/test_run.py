@@ -1,40 +1,21 @@
-import re
-
 import pytest
 from asgiref.sync import sync_to_async
 from django.urls import reverse
 
 from conversations.models import MessageRole
 from conversations.services import chat_message_append, conversation_create
-from corpora.models import Document, Passage
+from corpora.models import Passage
 from llms.research_agent import research_agent
 from notifications.models import Notification, NotificationKind
 from research.models import ReportStatus, ResearchReport
 from research.run import report_run, report_salvage_on_timeout
 from research.services import report_cancel, report_mark_running, report_start
+from tests.research.checks import assert_closed_citation_graph
 from tests.research.scripts import call, first_result, scripted
 
 LIABILITY_SENTENCE = (
     "In no event shall either party be liable for any indirect, incidental or consequential damages."
 )
-
-
-def assert_closed_citation_graph(report: ResearchReport) -> None:
-    """Every footnote is a passage this run retrieved, every quote is verbatim in its passage
-    and at its offsets in the document, and the content holds no raw <cite."""
-    retrieved = set(report.retrieved_passage_ids)
-    assert "<cite" not in report.content.lower()
-    body, _, sources = report.content.partition("\n## Sources\n")
-    used = {int(n) for n in re.findall(r"\[\^(\d+)\]", body)}
-    defined = [int(n) for n in re.findall(r"^\[\^(\d+)\]:", sources, flags=re.MULTILINE)]
-    assert sorted(defined) == sorted(set(defined)) == sorted(used)
-    assert [c["footnote"] for c in report.citations] == list(range(1, len(report.citations) + 1))
-    for citation in report.citations:
-        assert citation["passage_id"] in retrieved
-        passage = report.cited_passages.get(pk=citation["passage_id"])
-        assert citation["quote"] in passage.text
-        document = Document.objects.get(pk=citation["document_id"])
-        assert document.text[citation["start"] : citation["end"]] == citation["quote"]
 
 
 # --- The offline engine ---------------------------------------------------------------------
