@@ -37,7 +37,7 @@ EXTRACTIVE_NOTE = "Extractive report by the Deepcite offline engine: each findin
 _LEAD_IN = re.compile(
     r"^\s*(?:please\s+|can you\s+|could you\s+|i want you to\s+|i'd like you to\s+)*"
     r"(?:do\s+(?:a\s+)?(?:deep\s+dive|deep\s+research|research|investigation)\s+(?:on|into|about|of)\s+|"
-    r"(?:deep\s+)?research(?:\s+on|\s+into|\s+about)?\s+|investigate\s+|look\s+into\s+|"
+    r"(?:deep\s+)?research(?:\s+on|\s+into|\s+about)?(?:\s*:\s*|\s+)|investigate(?:\s*:\s*|\s+)|look\s+into\s+|"
     r"find\s+out\s+(?:everything\s+)?(?:about\s+)?|tell\s+me\s+(?:everything\s+)?about\s+|"
     r"(?:write\s+)?(?:a\s+)?report\s+on\s+)",
     re.IGNORECASE,

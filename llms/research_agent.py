@@ -155,15 +155,9 @@ async def record_finding(
     deps = ctx.deps
 
     def work() -> str:
-        started = perf_counter()
         try:
             finding = finding_record(
-                report_id=deps.report_id,
-                claim=claim,
-                quote=quote,
-                passage_ids=passage_ids,
-                section=section,
-                duration_ms=_ms(started),
+                report_id=deps.report_id, claim=claim, quote=quote, passage_ids=passage_ids, section=section
             )
         except ApplicationError as exc:
             return f"error[{exc.code}]: {exc.message}"

@@ -106,7 +106,10 @@ async def _drive(report: ResearchReport) -> RunEnd:
     try:
         async with asyncio.timeout((deadline - timezone.now()).total_seconds()):
             async with research_agent.iter(prompt, deps=deps, model=chosen.model, usage_limits=limits) as run:
-                async for _node in run:
+                async for node in run:
+                    # Between steps: before each model request, never in the middle of a step.
+                    if not research_agent.is_model_request_node(node):
+                        continue
                     if await sync_to_async(report_cancel_pending, thread_sensitive=True)(report_id=report.pk):
                         return RunEnd(Outcome.CANCELLED, usage=usage())
                 return RunEnd(Outcome.COMPLETED, draft=run.result.output.markdown, usage=usage())

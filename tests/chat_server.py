@@ -1,0 +1,87 @@
+"""A real HTTP server speaking the OpenAI /v1/chat/completions protocol, for tests. What it
+answers is scripted by the test (the model's "mind"); everything between the agent and this
+server — the OpenAI client, HTTP, JSON, tool-call plumbing — is the real thing."""
+
+import json
+import threading
+import uuid
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+# Given the request body, return {"tool_calls": [(name, arguments), ...]} or {"content": "..."}.
+Script = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+class ChatServer:
+    def __init__(self, script: Script) -> None:
+        self.requests: list[dict[str, Any]] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.requests.append(
+                    {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
+                )
+                payload = json.dumps(_completion(body, script(body))).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _completion(body: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": answer.get("content")}
+    if answer.get("tool_calls"):
+        message["tool_calls"] = [
+            {
+                "id": f"call_{uuid.uuid4().hex[:12]}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(arguments)},
+            }
+            for name, arguments in answer["tool_calls"]
+        ]
+    return {
+        "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
+        "object": "chat.completion",
+        "created": 0,
+        "model": body.get("model", "scripted"),
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if answer.get("tool_calls") else "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
+    }
+
+
+def tool_results(body: dict[str, Any]) -> list[Any]:
+    """The tool results the agent sent back so far, decoded, oldest first."""
+    results = []
+    for message in body["messages"]:
+        if message.get("role") == "tool":
+            content = message.get("content")
+            try:
+                results.append(json.loads(content))
+            except (TypeError, ValueError):
+                results.append(content)
+    return results
