@@ -257,7 +257,10 @@ def _step_write(
     passage_ids: Sequence[int] = (),
     finding: dict[str, Any] | None = None,
 ) -> ResearchReport:
-    """Apply one step to a report row the caller has locked."""
+    """Apply one step to a report row the caller has locked. A finished report takes no more
+    steps (a run cut short by a worker's hard limit may still be unwinding)."""
+    if report.is_terminal:
+        return report
     fields = ["tool_call_log", "tool_call_count", "step_count", "last_progress_at", "updated"]
     if passage_ids:
         known = set(report.retrieved_passage_ids)
