@@ -60,6 +60,15 @@ def report_run(*, report_id: int) -> ResearchReport | None:
     )
 
 
+def report_fail_unstarted(*, report_id: int, error: str) -> None:
+    """Best effort for a run that raised outside the agent loop (the database was unreachable,
+    say): end the report FAILED with its findings rather than leave it waiting forever."""
+    try:
+        report_finalize(report_id=report_id, outcome=Outcome.FAILED, error=error[:ERROR_MAX_CHARS])
+    except Exception:
+        logger.exception("could not end research run %s; it stays in its current status", report_id)
+
+
 def report_salvage_on_timeout(*, report_id: int) -> ResearchReport:
     """The worker's own time limit fired (Celery's soft limit): keep what was found."""
     return report_finalize(report_id=report_id, outcome=Outcome.SALVAGED, budget="time")

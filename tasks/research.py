@@ -11,7 +11,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.db import close_old_connections, connection
 
-from research.run import report_run, report_salvage_on_timeout
+from research.run import report_fail_unstarted, report_run, report_salvage_on_timeout
 
 logger = logging.getLogger(__name__)
 
@@ -60,8 +60,9 @@ class InProcessResearchPool:
         try:
             close_old_connections()
             report_run(report_id=report_id)
-        except Exception:  # logged; report_run already ends the report whenever it can
+        except Exception as exc:  # the run could not even start or finalize: end it if we can
             logger.exception("in-process research run %s failed", report_id)
+            report_fail_unstarted(report_id=report_id, error=f"{type(exc).__name__}: {exc}")
         finally:
             connection.close()
 

@@ -9,3 +9,14 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 CELERY_BROKER_URL = ""
 # Dense retrieval is opted into by the tests that exercise it (it loads the model).
 EMBEDDING_BACKEND = "none"
+
+# SQLite tests use a file, as SQLite deployments do, not the shared-cache in-memory database:
+# the latter locks whole tables, so a research thread writing while the test thread polls
+# fails with "database table is locked" instead of waiting its turn as WAL allows.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+    import os
+    import tempfile
+
+    DATABASES["default"]["TEST"] = {  # noqa: F405
+        "NAME": os.path.join(tempfile.gettempdir(), f"deepcite-test-{os.getpid()}.sqlite3")
+    }

@@ -35,6 +35,8 @@ def test_research_json_runs_in_process_and_prints_a_verifiable_report(cli_corpus
         "--corpus",
         "Samples",
         "--json",
+        "--timeout",
+        "120",
         "--depth",
         "shallow",
         "Research liability caps and governing law",
@@ -65,7 +67,9 @@ def test_research_json_runs_in_process_and_prints_a_verifiable_report(cli_corpus
 
 
 def test_research_text_output_ends_with_the_status_line(cli_corpus, capsys):
-    code, out = _research(capsys, "--corpus", "Samples", "What is the notice period for termination?")
+    code, out = _research(
+        capsys, "--corpus", "Samples", "--timeout", "120", "What is the notice period for termination?"
+    )
     assert code == 0
     assert "## Sources" in out
     assert out.rstrip().splitlines()[-1].endswith(": COMPLETED")

@@ -54,8 +54,8 @@ def test_best_sentences_prefer_matching_body_sentences_one_per_passage():
             "passage_id": 2,
             "document_id": 9,
             "is_heading": False,
-            "text": "The parties met in Paris last year to sign it. Either party may terminate this Agreement "
-            "upon ninety days written notice to the other party.",
+            "text": "The parties met in Paris last year to sign it. "
+            "Either party may terminate this Agreement upon ninety days written notice to the other party.",
         },
         {
             "passage_id": 3,
