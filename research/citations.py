@@ -75,6 +75,11 @@ _REFERENCE_DEFINITION = re.compile(r"^\s{0,3}\[[^\]\n]+\]:\s*\S+.*$", re.MULTILI
 _AUTOLINK = re.compile(r"<((?:https?|ftp|mailto|javascript|data|file):[^>\s]*)>", re.IGNORECASE)
 _BARE_URL = re.compile(r"\b(?:https?|ftp)://[^\s<>()\[\]]+", re.IGNORECASE)
 _HTML_ANCHOR = re.compile(r"</?a\b[^>]*>", re.IGNORECASE)
+_CITE_OPEN = re.compile(r"<cite", re.IGNORECASE)
+# The renderer's own footnote markers travel through the final scrub as private-use sentinels,
+# so removing agent markup can never forge a "[^n]" (e.g. "[<cite>^9]" or "[[^1]^2]").
+_MARKER_CHARS = re.compile("[\ue000\ue001]")
+_MARKER = re.compile("\ue000(\\d+)\ue001")
 
 
 # --- Entry point ----------------------------------------------------------------------------
@@ -89,13 +94,22 @@ def citations_render(
     deleted or belong to another corpus); `retrieved_ids` are the passages this run's retrieval
     tools returned; `findings` supply the verified quote of each passage the draft cites."""
     retrieved = {int(i) for i in retrieved_ids}
+    allowed_urls = _source_urls(passages, retrieved)
     warnings: list[str] = []
-    text = _strip_agent_sources(draft or "", warnings)
-    text = _strip_links(text, allowed_urls=_source_urls(passages, retrieved), warnings=warnings)
+    text = _strip_agent_sources(_MARKER_CHARS.sub("", draft or ""), warnings)
+    text = _strip_links(text, allowed_urls=allowed_urls, warnings=warnings)
     renderer = _FootnoteRenderer(passages=passages, retrieved=retrieved, findings=findings, warnings=warnings)
     text = _CITE.sub(renderer.replace, text)
-    text = _scrub_cite_tags(text, warnings)
-    body = text.strip()
+    # Removing one piece of markup can join the halves of another, so scrub until nothing changes.
+    while True:
+        scrubbed = _scrub_cite_tags(text, warnings)
+        scrubbed = _strip_links(
+            _strip_agent_footnotes(scrubbed, warnings), allowed_urls=allowed_urls, warnings=warnings
+        )
+        if scrubbed == text:
+            break
+        text = scrubbed
+    body = renderer.number(text).strip()
     content = f"{body}\n\n{renderer.sources_block()}\n" if body else f"{renderer.sources_block()}\n"
     return RenderedReport(
         content=content,
@@ -112,7 +126,7 @@ def draft_passage_ids(draft: str) -> set[int]:
     ids: set[int] = set()
     for match in _CITE.finditer(draft or ""):
         raw = _attributes(match.group(1)).get("ids", "")
-        ids.update(int(token) for token in re.split(r"[\s,;]+", raw) if token.isdigit() and len(token) < 19)
+        ids.update(int(token) for token in re.split(r"[\s,;]+", raw) if _is_passage_id(token))
         if len(ids) >= DRAFT_IDS_MAX:
             break
     return set(sorted(ids)[:DRAFT_IDS_MAX])
@@ -145,7 +159,10 @@ def _strip_agent_sources(text: str, warnings: list[str]) -> str:
         kept.append(line)
     if removed_sections:
         warnings.append(f"{WARNING_SOURCES_REMOVED}:{removed_sections}")
-    text = "\n".join(kept)
+    return _strip_agent_footnotes("\n".join(kept), warnings)
+
+
+def _strip_agent_footnotes(text: str, warnings: list[str]) -> str:
     definitions = len(_FOOTNOTE_DEFINITION.findall(text))
     text = _FOOTNOTE_DEFINITION.sub("", text)
     markers = len(_FOOTNOTE_MARKER.findall(text))
@@ -166,6 +183,7 @@ def _source_urls(passages: Mapping[int, CitablePassage], retrieved: set[int]) ->
 
 def _strip_links(text: str, *, allowed_urls: set[str], warnings: list[str]) -> str:
     def removed(url: str) -> None:
+        url = _MARKER_CHARS.sub("", _MARKER.sub("", url))  # a footnote marker inside a URL goes too
         warnings.append(f"{WARNING_LINK_REMOVED}:{url[:200]}")
 
     def image(match: re.Match[str]) -> str:
@@ -217,15 +235,12 @@ def _scrub_cite_tags(text: str, warnings: list[str]) -> str:
     """No raw <cite ever reaches stored content: unclosed, nested or split tags go, repeatedly,
     since removing one can join the halves of another."""
     scrubbed = 0
-    while True:
-        text, count = _CITE_LEFTOVER.subn("", text)
-        if not count:
-            break
-        scrubbed += count
-    while "<cite" in text.lower():  # e.g. "<cite" at the very end, with nothing after it
-        index = text.lower().index("<cite")
-        text = text[:index] + text[index + len("<cite") :]
-        scrubbed += 1
+    for pattern in (_CITE_LEFTOVER, _CITE_OPEN):  # _CITE_OPEN: e.g. "<citeX", which has no \b
+        while True:
+            text, count = pattern.subn("", text)
+            if not count:
+                break
+            scrubbed += count
     if scrubbed:
         warnings.append(f"{WARNING_CITE_MALFORMED}:{scrubbed}")
     return text
@@ -249,6 +264,8 @@ class _FootnoteRenderer:
         # One footnote per (passage, quoted span): two claims quoting different words of one
         # passage get two footnotes, each with its own quote.
         self.numbers: dict[tuple[int, tuple[int, int] | None], int] = {}
+        # Drafted on each cite; a footnote is numbered only if its marker survives the scrub.
+        self.drafted: list[dict[str, Any]] = []
         self.citations: list[dict[str, Any]] = []
         self.finding_quotes: dict[int, list[str]] = {}
         for finding in findings:
@@ -262,7 +279,7 @@ class _FootnoteRenderer:
         claim = match.group(2).strip()
         markers = []
         for pid in self._anchors(attributes.get("ids", "")):
-            markers.append(f"[^{self._footnote(pid, attributes.get('quote'))}]")
+            markers.append(f"\ue000{self._footnote(pid, attributes.get('quote'))}\ue001")
         if not markers:
             self.warnings.append(f"{WARNING_UNCITED_CLAIM}:{_preview(claim)}")
         return claim + "".join(markers)
@@ -272,7 +289,7 @@ class _FootnoteRenderer:
         for token in re.split(r"[\s,;]+", raw_ids.strip()):
             if not token:
                 continue
-            if not token.isdigit():
+            if not _is_passage_id(token):
                 self.warnings.append(f"{WARNING_CITE_MALFORMED}:{_preview(token)}")
                 continue
             pid = int(token)
@@ -314,7 +331,7 @@ class _FootnoteRenderer:
         number = len(self.numbers) + 1
         self.numbers[(pid, span)] = number
         quote = passage.text[span[0] : span[1]] if span else ""
-        self.citations.append(
+        self.drafted.append(
             {
                 "footnote": number,
                 "passage_id": pid,
@@ -341,6 +358,23 @@ class _FootnoteRenderer:
                 return span
         return None
 
+    def number(self, text: str) -> str:
+        """Replace the surviving marker sentinels with `[^n]`, numbered by first appearance."""
+        final: dict[int, int] = {}
+
+        def marker(match: re.Match[str]) -> str:
+            drafted = int(match.group(1))
+            if drafted not in final:
+                final[drafted] = len(final) + 1
+                self.citations.append({**self.drafted[drafted - 1], "footnote": final[drafted]})
+            # "[^n](" would make the marker a link's text, "[^n]:" at a line start a definition.
+            following = text[match.end() : match.end() + 1]
+            line_start = not text[text.rfind("\n", 0, match.start()) + 1 : match.start()].strip()
+            gap = " " if following == "(" or (following == ":" and line_start) else ""
+            return f"[^{final[drafted]}]{gap}"
+
+        return _MARKER_CHARS.sub("", _MARKER.sub(marker, text))
+
     def sources_block(self) -> str:
         if not self.citations:
             return f"{SOURCES_HEADING}\n\nNo passages were cited."
@@ -353,6 +387,12 @@ class _FootnoteRenderer:
                 f"({_inline(citation['source_name'])}){where}, passage {citation['passage_id']}{quote}"
             )
         return "\n".join(lines)
+
+
+def _is_passage_id(token: str) -> bool:
+    # ASCII only: "²".isdigit() is true but int("²") raises; over 18 digits is no bigint id
+    # (and over 4,300 int() raises).
+    return token.isascii() and token.isdigit() and len(token) < 19
 
 
 def _attributes(raw: str) -> dict[str, str]:

@@ -61,7 +61,10 @@ def quote_locate(text: str, quote: str) -> tuple[int, int] | None:
 
 def _candidates(needle: str) -> list[str]:
     found = [needle] if needle else []
-    stripped = re.sub(r"^(\.\.\.|\u2026)\s*|\s*(\.\.\.|\u2026)$", "", needle).strip(_QUOTE_MARKS + " ")
+    # Marks first, then the ellipsis, then marks again: "“The supplier shall…”" and
+    # "“The supplier shall”…" both mean "The supplier shall".
+    stripped = needle.strip(_QUOTE_MARKS + " ")
+    stripped = re.sub(r"^(\.\.\.|\u2026)\s*|\s*(\.\.\.|\u2026)$", "", stripped).strip(_QUOTE_MARKS + " ")
     if stripped and stripped != needle:
         found.append(stripped)
     return found
