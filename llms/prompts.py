@@ -5,6 +5,7 @@ from pydantic_ai.framing import register_tag, wrap
 
 RESEARCH_PROMPT_TAG = register_tag("research_prompt")
 RUBRIC_TAG = register_tag("rubric")
+CHAT_MESSAGE_TAG = register_tag("user_message")
 
 RESEARCH_INSTRUCTIONS = """\
 You are Deepcite's research agent. You investigate a private document corpus and write a report
@@ -51,3 +52,7 @@ def unwrap(text: str, tag: str) -> str | None:
     if start < 0 or end < 0:
         return None
     return text[start + len(tag) + 2 : end].replace("&lt;", "<")
+
+
+def chat_user_prompt(*, content: str) -> str:
+    return "The user's message (untrusted):\n\n" + wrap(CHAT_MESSAGE_TAG, content)

@@ -1,5 +1,5 @@
-"""Which model a research run talks to, from settings: `offline` (the built-in extractive
-engine, the default when no provider is configured), any PydanticAI model string such as
+"""Which model an agent talks to, from settings: `offline` (the built-in extractive engines,
+the default when no provider is configured), any PydanticAI model string such as
 `openai:gpt-4o-mini` or `anthropic:claude-sonnet-4-5`, or `openai-compatible:<model>` with
 `LLM_BASE_URL` for Ollama, vLLM and other OpenAI-compatible servers."""
 
@@ -12,9 +12,12 @@ from pydantic_ai.providers.openai import OpenAIProvider
 
 from config.exceptions import ApplicationError
 from llms.offline import OFFLINE_MODEL_NAME, offline_model
+from llms.offline_chat import OFFLINE_CHAT_MODEL_NAME, offline_chat_model
 
 OFFLINE = "offline"
 OPENAI_COMPATIBLE = "openai-compatible:"
+ENGINE_OFFLINE = "offline-extractive"
+ENGINE_LLM = "llm"
 
 
 class ModelConfigurationError(ApplicationError):
@@ -22,20 +25,29 @@ class ModelConfigurationError(ApplicationError):
 
 
 @dataclass(frozen=True)
-class ResearchModel:
+class ChosenModel:
     model: Model
     name: str
-    engine: str  # "offline-extractive" or "llm"
+    engine: str  # ENGINE_OFFLINE or ENGINE_LLM
 
 
-def research_model(*, breadth: int, search_top_k: int) -> ResearchModel:
+def research_model(*, breadth: int, search_top_k: int) -> ChosenModel:
     spec = (settings.RESEARCH_MODEL or OFFLINE).strip()
     if spec == OFFLINE:
-        return ResearchModel(
-            offline_model(breadth=breadth, search_top_k=search_top_k),
-            OFFLINE_MODEL_NAME,
-            "offline-extractive",
-        )
+        model = offline_model(breadth=breadth, search_top_k=search_top_k)
+        return ChosenModel(model, OFFLINE_MODEL_NAME, ENGINE_OFFLINE)
+    return _configured(spec)
+
+
+def chat_model() -> ChosenModel:
+    """The chat agent's model: CHAT_MODEL, else RESEARCH_MODEL's, else the offline chat engine."""
+    spec = (settings.CHAT_MODEL or settings.RESEARCH_MODEL or OFFLINE).strip()
+    if spec == OFFLINE:
+        return ChosenModel(offline_chat_model(), OFFLINE_CHAT_MODEL_NAME, ENGINE_OFFLINE)
+    return _configured(spec)
+
+
+def _configured(spec: str) -> ChosenModel:
     if spec.startswith(OPENAI_COMPATIBLE):
         name = spec.removeprefix(OPENAI_COMPATIBLE)
         if not settings.LLM_BASE_URL or not name:
@@ -43,8 +55,8 @@ def research_model(*, breadth: int, search_top_k: int) -> ResearchModel:
         provider = OpenAIProvider(
             base_url=settings.LLM_BASE_URL, api_key=settings.LLM_API_KEY or "not-needed"
         )
-        return ResearchModel(OpenAIChatModel(name, provider=provider), spec, "llm")
+        return ChosenModel(OpenAIChatModel(name, provider=provider), spec, ENGINE_LLM)
     try:
-        return ResearchModel(infer_model(spec), spec, "llm")
+        return ChosenModel(infer_model(spec), spec, ENGINE_LLM)
     except Exception as exc:  # unknown provider prefix, missing API key, missing extra
-        raise ModelConfigurationError(f"cannot use RESEARCH_MODEL={spec!r}: {exc}") from exc
+        raise ModelConfigurationError(f"cannot use model {spec!r}: {exc}") from exc

@@ -21,6 +21,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "guardian",
+    "graphene_django",
+    "accounts",
     "corpora",
     "conversations",
     "research",
@@ -130,6 +132,8 @@ INGEST_MAX_FILE_BYTES = env_int("INGEST_MAX_FILE_BYTES", 50 * 1024 * 1024)
 # "offline" (the built-in extractive engine), a PydanticAI model string ("openai:gpt-4o-mini",
 # "anthropic:claude-sonnet-4-5") or "openai-compatible:<model>" with LLM_BASE_URL.
 RESEARCH_MODEL = env_str("RESEARCH_MODEL", "offline")
+# The chat agent's model; empty = the same as RESEARCH_MODEL.
+CHAT_MODEL = env_str("CHAT_MODEL")
 LLM_BASE_URL = env_str("LLM_BASE_URL")
 LLM_API_KEY = env_str("LLM_API_KEY")
 RESEARCH_TOKEN_LIMIT = env_int("RESEARCH_TOKEN_LIMIT", 400_000)
@@ -138,6 +142,16 @@ RESEARCH_TIME_LIMIT_SECONDS = env_int("RESEARCH_TIME_LIMIT_SECONDS", 30 * 60)
 RESEARCH_INPROCESS_WORKERS = env_int("RESEARCH_INPROCESS_WORKERS", 4)
 
 LOGIN_URL = "login"
+
+# --- GraphQL --------------------------------------------------------------------------------
+GRAPHENE = {
+    "SCHEMA": "config.schema.schema",
+    "RELAY_CONNECTION_MAX_LIMIT": 100,
+    "RELAY_CONNECTION_ENFORCE_FIRST_OR_LAST": False,
+}
+GRAPHQL_MAX_DEPTH = env_int("GRAPHQL_MAX_DEPTH", 10)
+# Field selections a single request may make (fragments expanded): a complexity ceiling.
+GRAPHQL_MAX_FIELDS = env_int("GRAPHQL_MAX_FIELDS", 400)
 
 LOGGING = {
     "version": 1,

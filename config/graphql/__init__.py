@@ -1,0 +1,1 @@
+"""Shared GraphQL plumbing: the view (auth, limits, error formatting), ids, typed errors."""

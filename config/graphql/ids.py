@@ -1,0 +1,36 @@
+"""Relay global ids, decoded strictly: a malformed id or one of another type is an error with a
+code, never a 500 and never a hint about whether some object exists."""
+
+import binascii
+
+from graphql_relay import from_global_id, to_global_id
+
+from config.exceptions import ApplicationError
+
+PK_MAX = 2**63 - 1
+
+
+class InvalidId(ApplicationError):
+    code = "invalid_id"
+
+
+def decode_id(global_id: str | None, expected_type: str, *, field: str = "id") -> int:
+    if not isinstance(global_id, str) or not global_id or len(global_id) > 200:
+        raise InvalidId(f"not a valid {expected_type} id", field=field)
+    try:
+        type_name, raw = from_global_id(global_id)
+    except (binascii.Error, UnicodeDecodeError, ValueError, TypeError) as exc:
+        raise InvalidId(f"not a valid {expected_type} id", field=field) from exc
+    if type_name != expected_type or not raw.isascii() or not raw.isdigit() or not 0 < int(raw) <= PK_MAX:
+        raise InvalidId(f"not a valid {expected_type} id", field=field)
+    return int(raw)
+
+
+def decode_ids(global_ids: list[str] | None, expected_type: str, *, field: str) -> list[int] | None:
+    if global_ids is None:
+        return None
+    return [decode_id(g, expected_type, field=field) for g in global_ids]
+
+
+def encode_id(type_name: str, pk: int) -> str:
+    return to_global_id(type_name, pk)

@@ -1,0 +1,93 @@
+"""One chat turn: store the user's message, let the chat agent answer (searching the corpus or
+starting a research run), store the reply. The agent runs on an event loop while its database
+calls come back to this thread, as research runs do."""
+
+from dataclasses import dataclass
+
+from asgiref.sync import async_to_sync
+from django.contrib.auth.models import AbstractBaseUser
+from pydantic_ai import UsageLimits
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
+
+from config.exceptions import ApplicationError
+from conversations.models import ChatMessage, Conversation, MessageRole
+from conversations.services import MessageInvalid, chat_message_append, conversation_create
+from corpora.models import Corpus
+from llms.chat_agent import ChatDeps, chat_agent
+from llms.prompts import chat_user_prompt
+from llms.providers import chat_model
+from research.models import ResearchReport
+
+HISTORY_MESSAGES = 12
+CHAT_REQUEST_LIMIT = 6
+CHAT_TITLE_CHARS = 80
+
+
+class ConversationNotFound(ApplicationError):
+    code = "conversation_not_found"
+
+
+@dataclass(frozen=True)
+class ChatTurn:
+    conversation: Conversation
+    message: ChatMessage
+    reply: ChatMessage
+    report: ResearchReport | None
+
+
+def chat_turn(
+    *, user: AbstractBaseUser, corpus: Corpus, content: str, conversation: Conversation | None = None
+) -> ChatTurn:
+    """The caller has checked that the user may read `corpus` and owns `conversation`."""
+    content = (content or "").strip()
+    if not content:
+        raise MessageInvalid("a message is 1 to 20,000 characters", field="content")
+    if conversation is None:
+        conversation = conversation_create(
+            creator=user, corpus=corpus, title=" ".join(content.split())[:CHAT_TITLE_CHARS]
+        )
+    elif conversation.creator_id != user.pk or conversation.corpus_id != corpus.pk:
+        raise ConversationNotFound("conversation not found", field="conversation_id")
+    history = _history(conversation)
+    message = chat_message_append(conversation=conversation, role=MessageRole.HUMAN, content=content)
+    deps = ChatDeps(user=user, corpus=corpus, conversation=conversation, origin_message=message)
+    try:
+        answer = async_to_sync(_answer)(deps, content, history)
+    except ApplicationError as exc:
+        answer = f"I could not answer: {exc.message} ({exc.code})."
+    report = deps.started_report
+    reply = chat_message_append(
+        conversation=conversation,
+        role=MessageRole.ASSISTANT,
+        content=answer or "(no answer)",
+        data={"report_id": report.pk, "slug": report.slug} if report else {},
+    )
+    return ChatTurn(conversation=conversation, message=message, reply=reply, report=report)
+
+
+async def _answer(deps: ChatDeps, content: str, history: list[ModelMessage]) -> str:
+    chosen = chat_model()
+    result = await chat_agent.run(
+        chat_user_prompt(content=content),
+        deps=deps,
+        model=chosen.model,
+        message_history=history,
+        usage_limits=UsageLimits(request_limit=CHAT_REQUEST_LIMIT),
+    )
+    return result.output
+
+
+def _history(conversation: Conversation) -> list[ModelMessage]:
+    """The recent turns as model messages (SYSTEM notes go in as user-side context)."""
+    recent = list(conversation.messages.order_by("-created", "-pk")[:HISTORY_MESSAGES])[::-1]
+    history: list[ModelMessage] = []
+    for message in recent:
+        if message.role == MessageRole.ASSISTANT:
+            history.append(ModelResponse(parts=[TextPart(message.content)]))
+        elif message.role == MessageRole.HUMAN:
+            history.append(ModelRequest(parts=[UserPromptPart(chat_user_prompt(content=message.content))]))
+        else:
+            history.append(ModelRequest(parts=[UserPromptPart(f"[Deepcite notice] {message.content}")]))
+    while history and isinstance(history[0], ModelResponse):  # a history opens with a request
+        history.pop(0)
+    return history

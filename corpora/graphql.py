@@ -1,0 +1,101 @@
+"""GraphQL types and queries for corpora, documents and passages."""
+
+import graphene
+from django.db.models import Count, IntegerField, OuterRef, Subquery
+from graphene import relay
+from graphene_django import DjangoConnectionField, DjangoObjectType
+
+from config.graphql.ids import decode_id
+from corpora.models import Corpus, Document, Passage
+from corpora.selectors import corpus_list
+
+
+def _visible_corpus_ids(info) -> object:
+    return corpus_list(user=info.context.user).values("pk")
+
+
+def _count_of(model) -> Subquery:
+    """A per-corpus row count as a correlated subquery (no join across documents x passages)."""
+    counted = model.objects.filter(corpus=OuterRef("pk")).order_by().values("corpus").annotate(n=Count("pk"))
+    return Subquery(counted.values("n"), output_field=IntegerField())
+
+
+class CorpusNode(DjangoObjectType):
+    document_count = graphene.Int(required=True)
+    passage_count = graphene.Int(required=True)
+
+    class Meta:
+        model = Corpus
+        name = "Corpus"
+        interfaces = (relay.Node,)
+        fields = ("name", "description", "created", "modified")
+
+    @classmethod
+    def get_queryset(cls, queryset, info):
+        return queryset.filter(pk__in=_visible_corpus_ids(info)).annotate(
+            _documents=_count_of(Document), _passages=_count_of(Passage)
+        )
+
+    def resolve_document_count(self, info) -> int:
+        return self._documents or 0
+
+    def resolve_passage_count(self, info) -> int:
+        return self._passages or 0
+
+
+class DocumentNode(DjangoObjectType):
+    file_type = graphene.String(required=True)
+
+    class Meta:
+        model = Document
+        name = "Document"
+        interfaces = (relay.Node,)
+        fields = ("title", "source_name", "page_count", "byte_size", "created", "corpus")
+
+    @classmethod
+    def get_queryset(cls, queryset, info):
+        return queryset.filter(corpus_id__in=_visible_corpus_ids(info)).defer("text").select_related("corpus")
+
+
+class PassageNode(DjangoObjectType):
+    heading_path = graphene.List(graphene.NonNull(graphene.String), required=True)
+
+    class Meta:
+        model = Passage
+        name = "Passage"
+        interfaces = (relay.Node,)
+        fields = ("text", "start", "end", "page", "ordinal", "is_heading", "document", "word_count")
+
+    @classmethod
+    def get_queryset(cls, queryset, info):
+        return (
+            queryset.filter(corpus_id__in=_visible_corpus_ids(info))
+            .defer("embedding")
+            .select_related("document")
+            .defer("document__text")
+        )
+
+    def resolve_heading_path(self, info) -> list[str]:
+        return list(self.heading_path or [])
+
+
+class CorporaQuery(graphene.ObjectType):
+    corpora = DjangoConnectionField(CorpusNode)
+    corpus = graphene.Field(CorpusNode, id=graphene.ID(required=True))
+    documents = DjangoConnectionField(DocumentNode, corpus_id=graphene.ID(required=True))
+    passage = graphene.Field(PassageNode, id=graphene.ID(required=True))
+
+    def resolve_corpora(root, info, **kwargs):
+        return CorpusNode.get_queryset(Corpus.objects.order_by("name", "pk"), info)
+
+    def resolve_corpus(root, info, id):
+        pk = decode_id(id, "Corpus")
+        return CorpusNode.get_queryset(Corpus.objects.all(), info).filter(pk=pk).first()
+
+    def resolve_documents(root, info, corpus_id, **kwargs):
+        pk = decode_id(corpus_id, "Corpus", field="corpus_id")
+        return DocumentNode.get_queryset(Document.objects.filter(corpus_id=pk).order_by("title", "pk"), info)
+
+    def resolve_passage(root, info, id):
+        pk = decode_id(id, "Passage")
+        return PassageNode.get_queryset(Passage.objects.all(), info).filter(pk=pk).first()

@@ -1,0 +1,90 @@
+"""The offline chat model: a deterministic FunctionModel for the chat agent. Research requests
+("research …", "deep research …", "do a deep dive on …", "investigate …", "find out everything
+about …") start a research run; anything else gets the best matching sentences of the top
+passages as a short answer with numbered citations."""
+
+import re
+
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from llms.offline import best_sentences
+from llms.prompts import CHAT_MESSAGE_TAG, unwrap
+
+OFFLINE_CHAT_MODEL_NAME = "deepcite-offline-chat"
+ANSWER_SENTENCES = 3
+
+RESEARCH_REQUEST = re.compile(
+    r"^\W*(?:(?:please|kindly|hey|hi|ok|okay|now|so)[\s,]+)*"
+    r"(?:(?:can|could|would|will)\s+you\s+(?:please\s+)?|i\s+(?:want|need|would\s+like)\s+(?:you\s+)?(?:to\s+)?)?"
+    r"(?:do\s+(?:a\s+|some\s+)?(?:deep[\s-]*dive|deep[\s-]*research|research|investigation)|deep[\s-]*dive|"
+    r"deep[\s-]*research|research|investigate|find\s+out\s+everything)\b",
+    re.IGNORECASE,
+)
+
+
+def is_research_request(text: str) -> bool:
+    return bool(RESEARCH_REQUEST.match(text.strip()))
+
+
+def _last_user_text(messages: list[ModelMessage]) -> str:
+    for message in reversed(messages):
+        if isinstance(message, ModelRequest):
+            for part in message.parts:
+                if isinstance(part, UserPromptPart) and isinstance(part.content, str):
+                    return unwrap(part.content, CHAT_MESSAGE_TAG) or part.content
+    return ""
+
+
+def _tool_returns(messages: list[ModelMessage]) -> dict[str, object]:
+    returns: dict[str, object] = {}
+    last = messages[-1]
+    if isinstance(last, ModelRequest):
+        for part in last.parts:
+            if isinstance(part, ToolReturnPart):
+                returns[part.tool_name] = part.content
+    return returns
+
+
+def offline_chat(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    text = _last_user_text(messages)
+    returns = _tool_returns(messages)
+    if "start_deep_research" in returns:
+        return ModelResponse(
+            parts=[TextPart(str(returns["start_deep_research"]))], model_name=OFFLINE_CHAT_MODEL_NAME
+        )
+    if "search_passages" in returns:
+        return ModelResponse(
+            parts=[TextPart(_answer(text, returns["search_passages"]))], model_name=OFFLINE_CHAT_MODEL_NAME
+        )
+    if is_research_request(text):
+        call = ToolCallPart("start_deep_research", {"prompt": text})
+    else:
+        call = ToolCallPart("search_passages", {"query": text, "top_k": 5})
+    return ModelResponse(parts=[call], model_name=OFFLINE_CHAT_MODEL_NAME)
+
+
+def _answer(question: str, found: object) -> str:
+    results = found.get("results", []) if isinstance(found, dict) else []
+    chosen = best_sentences(question, results, ANSWER_SENTENCES)
+    if not chosen:
+        return (
+            "I found no passage in this corpus that answers that. Try other words, or ask me to research it."
+        )
+    lines = ["From the corpus:", ""]
+    lines += [f"- {' '.join(s.text.split())} [{i}]" for i, s in enumerate(chosen, start=1)]
+    lines += ["", "Sources:"]
+    lines += [f"[{i}] {s.document_title}, passage {s.passage_id}" for i, s in enumerate(chosen, start=1)]
+    return "\n".join(lines)
+
+
+def offline_chat_model() -> FunctionModel:
+    return FunctionModel(offline_chat, model_name=OFFLINE_CHAT_MODEL_NAME)

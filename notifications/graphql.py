@@ -1,0 +1,60 @@
+"""GraphQL types, queries and mutations for notifications."""
+
+import graphene
+from graphene import relay
+from graphene.types.generic import GenericScalar
+from graphene_django import DjangoConnectionField, DjangoObjectType
+
+from config.graphql.errors import BaseMutation, require_user
+from config.graphql.ids import decode_ids
+from notifications.models import Notification
+from notifications.selectors import notification_list
+from notifications.services import notifications_mark_read
+
+MARK_READ_MAX_IDS = 500
+
+
+class NotificationNode(DjangoObjectType):
+    kind = graphene.String(required=True)
+    data = GenericScalar()
+    is_read = graphene.Boolean(required=True)
+
+    class Meta:
+        model = Notification
+        name = "Notification"
+        interfaces = (relay.Node,)
+        fields = ("created", "read_at")
+        convert_choices_to_enum = False
+
+    @classmethod
+    def get_queryset(cls, queryset, info):
+        return queryset.filter(pk__in=notification_list(user=info.context.user).values("pk"))
+
+    def resolve_is_read(self, info) -> bool:
+        return self.read_at is not None
+
+
+class NotificationsQuery(graphene.ObjectType):
+    notifications = DjangoConnectionField(NotificationNode, unread_only=graphene.Boolean())
+
+    def resolve_notifications(root, info, unread_only=False, **kwargs):
+        return notification_list(user=info.context.user, unread_only=bool(unread_only)).order_by(
+            "-created", "-pk"
+        )
+
+
+class MarkNotificationsRead(BaseMutation):
+    marked = graphene.Int(description="How many notifications became read.")
+
+    class Arguments:
+        ids = graphene.List(graphene.NonNull(graphene.ID), description="Omit to mark all read.")
+
+    @classmethod
+    def perform(cls, root, info, ids=None):
+        user = require_user(info)
+        pks = decode_ids(ids[:MARK_READ_MAX_IDS] if ids else ids, "Notification", field="ids")
+        return {"marked": notifications_mark_read(user=user, ids=pks)}
+
+
+class NotificationsMutation(graphene.ObjectType):
+    mark_notifications_read = MarkNotificationsRead.Field()

@@ -1,0 +1,227 @@
+"""GraphQL types, queries and mutations for research reports."""
+
+import graphene
+from django.urls import reverse
+from graphene import relay
+from graphene.types.generic import GenericScalar
+from graphene_django import DjangoConnectionField, DjangoObjectType
+
+from config.graphql.errors import BaseMutation, require_user
+from config.graphql.ids import decode_id, decode_ids, encode_id
+from corpora.graphql import CorpusNode, PassageNode
+from corpora.selectors import corpus_get_for_user
+from research.constants import DEPTH_PRESETS
+from research.models import ReportStatus, ResearchReport
+from research.selectors import report_list
+from research.services import report_cancel, report_start
+
+ReportStatusEnum = graphene.Enum("ResearchReportStatus", [(s, s) for s in ReportStatus.values])
+ReportDepthEnum = graphene.Enum("ResearchDepth", [(d.upper(), d) for d in DEPTH_PRESETS])
+
+
+class ReportProgress(graphene.ObjectType):
+    step_count = graphene.Int(required=True)
+    tool_call_count = graphene.Int(required=True)
+    findings_count = graphene.Int(required=True)
+    sources_count = graphene.Int(required=True)
+    max_steps = graphene.Int(required=True)
+    last_progress_at = graphene.DateTime()
+
+
+class Citation(graphene.ObjectType):
+    footnote = graphene.Int(required=True)
+    passage_id = graphene.ID(required=True)
+    document_id = graphene.ID(required=True)
+    document_title = graphene.String()
+    source_name = graphene.String()
+    page = graphene.Int()
+    quote = graphene.String(required=True)
+    start = graphene.Int(required=True)
+    end = graphene.Int(required=True)
+    passage = graphene.Field(PassageNode, description="The cited passage (null if it was deleted).")
+
+
+class Finding(graphene.ObjectType):
+    claim = graphene.String(required=True)
+    quote = graphene.String(required=True)
+    passage_id = graphene.ID(required=True)
+    section = graphene.String()
+
+
+class ResearchReportNode(DjangoObjectType):
+    status = ReportStatusEnum(required=True)
+    depth = ReportDepthEnum(required=True)
+    progress = graphene.Field(ReportProgress, required=True)
+    citations = graphene.List(graphene.NonNull(Citation), required=True)
+    findings = graphene.List(graphene.NonNull(Finding), required=True)
+    warnings = graphene.List(graphene.NonNull(graphene.String), required=True)
+    model_usage = GenericScalar()
+    tool_call_log = GenericScalar()
+    duration_seconds = graphene.Float()
+    url = graphene.String(required=True, description="The report page.")
+    corpus = graphene.Field(CorpusNode, required=True)
+
+    class Meta:
+        model = ResearchReport
+        name = "ResearchReport"
+        interfaces = (relay.Node,)
+        fields = (
+            "title",
+            "slug",
+            "prompt",
+            "rubric",
+            "created",
+            "started_at",
+            "completed_at",
+            "last_progress_at",
+            "error",
+            "content",
+            "retry_count",
+            "cancel_requested",
+        )
+
+    @classmethod
+    def get_queryset(cls, queryset, info):
+        visible = report_list(user=info.context.user).values("pk")
+        return (
+            queryset.filter(pk__in=visible)
+            .select_related("corpus")
+            .prefetch_related("cited_passages__document")
+        )
+
+    def resolve_status(self, info) -> str:
+        return str(ReportStatus(self.status).value)
+
+    def resolve_depth(self, info) -> str:
+        return str(self.depth)
+
+    def resolve_progress(self, info) -> ReportProgress:
+        return ReportProgress(
+            step_count=self.step_count,
+            tool_call_count=self.tool_call_count,
+            findings_count=len(self.findings),
+            sources_count=len(self.citations),
+            max_steps=self.max_steps,
+            last_progress_at=self.last_progress_at,
+        )
+
+    def resolve_citations(self, info) -> list[Citation]:
+        passages = {p.pk: p for p in self.cited_passages.all()}  # prefetched: no query per citation
+        return [
+            Citation(
+                footnote=c["footnote"],
+                passage_id=encode_id("Passage", c["passage_id"]),
+                document_id=encode_id("Document", c["document_id"]),
+                document_title=c.get("document_title"),
+                source_name=c.get("source_name"),
+                page=c.get("page"),
+                quote=c["quote"],
+                start=c["start"],
+                end=c["end"],
+                passage=passages.get(c["passage_id"]),
+            )
+            for c in self.citations
+        ]
+
+    def resolve_findings(self, info) -> list[Finding]:
+        return [
+            Finding(
+                claim=f["claim"],
+                quote=f["quote"],
+                passage_id=encode_id("Passage", f["passage_id"]),
+                section=f.get("section"),
+            )
+            for f in self.findings
+        ]
+
+    def resolve_duration_seconds(self, info) -> float | None:
+        if self.completed_at is None:
+            return None
+        return round((self.completed_at - (self.started_at or self.created)).total_seconds(), 3)
+
+    def resolve_url(self, info) -> str:
+        return reverse("research:report-detail", kwargs={"slug": self.slug})
+
+
+class ResearchQuery(graphene.ObjectType):
+    research_report = graphene.Field(ResearchReportNode, id=graphene.ID(required=True))
+    research_report_by_slug = graphene.Field(ResearchReportNode, slug=graphene.String(required=True))
+    research_reports = DjangoConnectionField(
+        ResearchReportNode, corpus_id=graphene.ID(), status=ReportStatusEnum()
+    )
+
+    def resolve_research_report(root, info, id):
+        pk = decode_id(id, "ResearchReport")
+        return ResearchReportNode.get_queryset(ResearchReport.objects.all(), info).filter(pk=pk).first()
+
+    def resolve_research_report_by_slug(root, info, slug):
+        return (
+            ResearchReportNode.get_queryset(ResearchReport.objects.all(), info)
+            .filter(slug=slug[:100])
+            .first()
+        )
+
+    def resolve_research_reports(root, info, corpus_id=None, status=None, **kwargs):
+        queryset = ResearchReport.objects.order_by("-created", "-pk")
+        if corpus_id is not None:
+            queryset = queryset.filter(corpus_id=decode_id(corpus_id, "Corpus", field="corpus_id"))
+        if status is not None:
+            queryset = queryset.filter(status=getattr(status, "value", status))
+        return ResearchReportNode.get_queryset(queryset, info)
+
+
+class StartResearchReport(BaseMutation):
+    report = graphene.Field(ResearchReportNode)
+
+    class Arguments:
+        corpus_id = graphene.ID(required=True)
+        prompt = graphene.String(required=True)
+        title = graphene.String()
+        depth = ReportDepthEnum()
+        max_steps = graphene.Int()
+        rubric = graphene.String()
+        document_ids = graphene.List(graphene.NonNull(graphene.ID))
+
+    @classmethod
+    def perform(
+        cls,
+        root,
+        info,
+        corpus_id,
+        prompt,
+        title=None,
+        depth=None,
+        max_steps=None,
+        rubric=None,
+        document_ids=None,
+    ):
+        user = require_user(info)
+        corpus = corpus_get_for_user(user=user, corpus_id=decode_id(corpus_id, "Corpus", field="corpus_id"))
+        report = report_start(
+            user=user,
+            corpus=corpus,
+            prompt=prompt,
+            title=title,
+            depth=getattr(depth, "value", depth),
+            max_steps=max_steps,
+            rubric=rubric,
+            document_ids=decode_ids(document_ids, "Document", field="document_ids"),
+        )
+        return {"report": report}
+
+
+class CancelResearchReport(BaseMutation):
+    report = graphene.Field(ResearchReportNode)
+
+    class Arguments:
+        id = graphene.ID(required=True)
+
+    @classmethod
+    def perform(cls, root, info, id):
+        user = require_user(info)
+        return {"report": report_cancel(user=user, report_id=decode_id(id, "ResearchReport"))}
+
+
+class ResearchMutation(graphene.ObjectType):
+    start_research_report = StartResearchReport.Field()
+    cancel_research_report = CancelResearchReport.Field()
