@@ -27,7 +27,24 @@ from llms.prompts import RESEARCH_PROMPT_TAG, unwrap
 from research.drafts import compose_report
 
 OFFLINE_MODEL_NAME = "deepcite-offline-extractive"
-FINDINGS_PER_QUESTION = 3
+
+
+@dataclass(frozen=True)
+class EngineProfile:
+    """How hard the engine works at a depth: whether every sub-question gets a second, keyword
+    search (or only those whose first search found nothing quotable), how many top passages it
+    reads around, and how many findings it records per sub-question."""
+
+    keyword_search_always: bool
+    context_reads: int
+    findings_per_question: int
+
+
+PROFILES = {
+    "shallow": EngineProfile(keyword_search_always=False, context_reads=0, findings_per_question=2),
+    "standard": EngineProfile(keyword_search_always=True, context_reads=0, findings_per_question=3),
+    "deep": EngineProfile(keyword_search_always=True, context_reads=2, findings_per_question=5),
+}
 SENTENCE_MAX_CHARS = 600
 SENTENCE_MIN_CHARS = 25
 # Fewer words than this is a title or a label, not a statement worth quoting.
@@ -43,6 +60,12 @@ _LEAD_IN = re.compile(
     re.IGNORECASE,
 )
 _SEGMENT_SPLIT = re.compile(r"(?<=\?)\s+|\n+|;\s+|\s*(?:^|\n)\s*(?:[-*\u2022]|\d+[.)])\s+")
+# "... cap liability, and what happens on termination?" asks two things.
+_SECOND_QUESTION = re.compile(
+    r",?\s+(?:and|or)\s+(?=(?:what|which|who|whom|whose|when|where|how|why|whether|are|is|do|does|can|"
+    r"could|should|will|would)\b)",
+    re.IGNORECASE,
+)
 _ENUMERATION = re.compile(r",\s*(?:and\s+|or\s+)?|\s+and\s+(?=[^,]*$)", re.IGNORECASE)
 _SENTENCE_END = re.compile(
     r"(?<=[.!?;:])\s+(?=[\"'(\[]?[A-Z0-9])|\n\s*\n|\n(?=\s*(?:[-*\u2022]|\(?[a-z0-9]{1,3}[.)])\s)"
@@ -54,7 +77,13 @@ def plan_questions(prompt: str, breadth: int) -> list[str]:
     """Sub-questions from a request: its questions, lines and bullets, and the items of an
     enumeration ("research X, Y and Z")."""
     text = _LEAD_IN.sub("", prompt.strip(), count=1)
-    segments = [s.strip(" .,:;-\t") for s in _SEGMENT_SPLIT.split(text) if s and s.strip(" .,:;-\t")]
+    segments = [
+        part.strip(" .,:;-\t")
+        for s in _SEGMENT_SPLIT.split(text)
+        if s
+        for part in _SECOND_QUESTION.split(s)
+        if part.strip(" .,:;-\t")
+    ]
     questions: list[str] = []
     for segment in segments:
         segment = _LEAD_IN.sub("", segment, count=1).strip(" .,:;")
@@ -68,14 +97,30 @@ def plan_questions(prompt: str, breadth: int) -> list[str]:
     return questions[: max(1, breadth)]
 
 
+# Words that frame a question rather than name its subject ("what happens on termination?").
+QUESTION_FRAMING = frozenset(
+    "happen happens happened mean means say says said mention mentions mentioned describe describes "
+    "explain explains tell exist exists regarding concerning any there contain contains include includes".split()
+)
+
+
 def _content_words(text: str) -> list[str]:
-    return [_stem(w) for w in words(text) if w not in STOPWORDS and len(w) > 1]
+    return [_stem(w) for w in words(text) if w not in STOPWORDS and w not in QUESTION_FRAMING and len(w) > 1]
 
 
 def _stem(word: str) -> str:
     """A light suffix stripper, so "incidents", "reported" and "reporting" meet "incident" and
     "report" (the lexical index stems with Porter; sentence choice needs only this much)."""
-    for suffix, replacement in (("ies", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", ""), ("ly", "")):
+    for suffix, replacement in (
+        ("ies", "y"),
+        ("ions", ""),
+        ("ion", ""),
+        ("ing", ""),
+        ("ed", ""),
+        ("es", ""),
+        ("s", ""),
+        ("ly", ""),
+    ):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
             word = word[: -len(suffix)] + replacement
             break
@@ -195,9 +240,9 @@ class _History:
         """Search results of every search made for one sub-question, best first, no repeats."""
         seen: set[int] = set()
         merged: list[dict[str, Any]] = []
-        for call_id in (f"q{question_index}-search", f"q{question_index}-keywords"):
-            content = self.returns.get(call_id)
-            if not isinstance(content, dict):
+        prefix = f"q{question_index}-"
+        for call_id, content in self.returns.items():
+            if not call_id.startswith(prefix) or not isinstance(content, dict):
                 continue
             for result in content.get("results", []):
                 if result["passage_id"] not in seen:
@@ -212,19 +257,20 @@ class _History:
 class OfflineResearcher:
     """The FunctionModel's function. `breadth` caps the sub-questions (the depth preset's)."""
 
-    def __init__(self, *, breadth: int, search_top_k: int) -> None:
+    def __init__(self, *, breadth: int, search_top_k: int, profile: EngineProfile) -> None:
         self.breadth = breadth
         self.search_top_k = search_top_k
+        self.profile = profile
 
     def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         history = _History.read(messages)
         questions = plan_questions(history.prompt, self.breadth)
         if not history.has_calls("plan"):
             return self._plan_and_search(questions)
-        if not history.has_calls("fallback") and not history.has_calls("finding"):
-            fallback = self._keyword_searches(questions, history)
-            if fallback:
-                return ModelResponse(parts=fallback, model_name=OFFLINE_MODEL_NAME)
+        if not history.has_calls("round2") and not history.has_calls("finding"):
+            follow_ups = self._follow_ups(questions, history)
+            if follow_ups:
+                return ModelResponse(parts=follow_ups, model_name=OFFLINE_MODEL_NAME)
         if not history.has_calls("finding"):
             findings = self._findings(questions, history)
             if findings:
@@ -241,30 +287,41 @@ class OfflineResearcher:
         ]
         return ModelResponse(parts=parts, model_name=OFFLINE_MODEL_NAME)
 
-    def _keyword_searches(self, questions: list[str], history: _History) -> list[ToolCallPart]:
-        """A second, lexical search with the question's content words where the first search found
-        no sentence worth quoting (a question phrased unlike the documents)."""
+    def _follow_ups(self, questions: list[str], history: _History) -> list[ToolCallPart]:
+        """Round two: a lexical search with the question's content words (always, or only where
+        the first search found no sentence worth quoting), and reads around the top passages."""
         parts = []
         for i, question in enumerate(questions):
+            first = history.results_for(i)
             keywords = _keywords(question)
-            if best_sentences(question, history.results_for(i), 1) or not keywords or keywords == question:
-                continue
-            parts.append(
-                ToolCallPart(
-                    "search_passages",
-                    {"query": keywords, "mode": "lexical", "top_k": self.search_top_k},
-                    tool_call_id=f"q{i}-keywords",
+            wanted = self.profile.keyword_search_always or not best_sentences(question, first, 1)
+            if wanted and keywords and keywords != question:
+                parts.append(
+                    ToolCallPart(
+                        "search_passages",
+                        {"query": keywords, "mode": "lexical", "top_k": self.search_top_k},
+                        tool_call_id=f"q{i}-keywords",
+                    )
                 )
-            )
+            body = [r for r in first if not r.get("is_heading")][: self.profile.context_reads]
+            parts += [
+                ToolCallPart(
+                    "read_context",
+                    {"passage_id": r["passage_id"], "before": 1, "after": 1},
+                    tool_call_id=f"q{i}-context-{r['passage_id']}",
+                )
+                for r in body
+            ]
         if parts:
-            parts.insert(0, ToolCallPart("list_documents", {}, tool_call_id="fallback"))
+            parts.insert(0, ToolCallPart("list_documents", {}, tool_call_id="round2"))
         return parts
 
     def _findings(self, questions: list[str], history: _History) -> list[ToolCallPart]:
         parts = []
         recorded: set[tuple[int, str]] = set()
         for i, question in enumerate(questions):
-            for sentence in best_sentences(question, history.results_for(i), FINDINGS_PER_QUESTION):
+            chosen = best_sentences(question, history.results_for(i), self.profile.findings_per_question)
+            for sentence in chosen:
                 key = (sentence.passage_id, sentence.text)
                 if key in recorded:
                     continue
@@ -324,7 +381,6 @@ def _title(prompt: str) -> str:
     return line if len(line) <= 120 else line[:119] + "\u2026"
 
 
-def offline_model(*, breadth: int, search_top_k: int) -> FunctionModel:
-    return FunctionModel(
-        OfflineResearcher(breadth=breadth, search_top_k=search_top_k), model_name=OFFLINE_MODEL_NAME
-    )
+def offline_model(*, breadth: int, search_top_k: int, depth: str) -> FunctionModel:
+    researcher = OfflineResearcher(breadth=breadth, search_top_k=search_top_k, profile=PROFILES[depth])
+    return FunctionModel(researcher, model_name=OFFLINE_MODEL_NAME)

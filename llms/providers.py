@@ -31,10 +31,10 @@ class ChosenModel:
     engine: str  # ENGINE_OFFLINE or ENGINE_LLM
 
 
-def research_model(*, breadth: int, search_top_k: int) -> ChosenModel:
+def research_model(*, breadth: int, search_top_k: int, depth: str) -> ChosenModel:
     spec = (settings.RESEARCH_MODEL or OFFLINE).strip()
     if spec == OFFLINE:
-        model = offline_model(breadth=breadth, search_top_k=search_top_k)
+        model = offline_model(breadth=breadth, search_top_k=search_top_k, depth=depth)
         return ChosenModel(model, OFFLINE_MODEL_NAME, ENGINE_OFFLINE)
     return _configured(spec)
 

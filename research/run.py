@@ -77,7 +77,7 @@ def report_salvage_on_timeout(*, report_id: int) -> ResearchReport:
 async def _drive(report: ResearchReport) -> RunEnd:
     preset = DEPTH_PRESETS[report.depth]
     corpus = await sync_to_async(_corpus_for_creator, thread_sensitive=True)(report)
-    chosen = research_model(breadth=preset.breadth, search_top_k=preset.search_top_k)
+    chosen = research_model(breadth=preset.breadth, search_top_k=preset.search_top_k, depth=report.depth)
     deps = ResearchDeps(
         report_id=report.pk,
         corpus=corpus,

@@ -24,6 +24,10 @@ from llms.prompts import RESEARCH_PROMPT_TAG, research_user_prompt, unwrap
         ("Investigate:\n- data retention\n- breach notification", ["data retention", "breach notification"]),
         ("terms and conditions of renewal", ["terms and conditions of renewal"]),
         ("Find out everything about the liability cap", ["the liability cap"]),
+        (
+            "Which contracts cap liability, and what happens on termination for convenience?",
+            ["Which contracts cap liability", "what happens on termination for convenience?"],
+        ),
     ],
 )
 def test_plan_questions_splits_requests_into_sub_questions(prompt, questions):
@@ -76,3 +80,12 @@ def test_the_request_is_fenced_and_cannot_close_its_frame():
     assert prompt.count("</research_prompt>") == 1
     assert "&lt;/research_prompt>" in prompt
     assert unwrap(prompt, RESEARCH_PROMPT_TAG) == hostile
+
+
+def test_deeper_presets_search_and_record_more():
+    from llms.offline import PROFILES
+
+    shallow, standard, deep = PROFILES["shallow"], PROFILES["standard"], PROFILES["deep"]
+    assert not shallow.keyword_search_always and standard.keyword_search_always
+    assert shallow.context_reads == standard.context_reads == 0 < deep.context_reads
+    assert shallow.findings_per_question < standard.findings_per_question < deep.findings_per_question
