@@ -100,7 +100,8 @@ def plan_questions(prompt: str, breadth: int) -> list[str]:
 # Words that frame a question rather than name its subject ("what happens on termination?").
 QUESTION_FRAMING = frozenset(
     "happen happens happened mean means say says said mention mentions mentioned describe describes "
-    "explain explains tell exist exists regarding concerning any there contain contains include includes".split()
+    "explain explains tell exist exists regarding concerning any there contain contains include "
+    "includes".split()
 )
 
 
