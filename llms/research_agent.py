@@ -31,6 +31,9 @@ class ResearchDeps:
     search_top_k: int
     document_ids: list[int] | None = None
     retrieved: set[int] = field(default_factory=set)
+    # The report's status as the last step's write saw it (None: no write since the last check),
+    # so the run need not query for a pending cancel after a step that already read the row.
+    seen_status: str | None = None
 
 
 class FinalReport(BaseModel):
@@ -183,11 +186,12 @@ async def _retrieval(
             return f"error[{exc.code}]: {exc.message}"
         elapsed = _ms(started)
         ids = [p.pk for p in passages]
-        report_tool_call_record(
+        report = report_tool_call_record(
             report_id=deps.report_id,
             call=ToolCall(tool, arguments, elapsed, f"{len(ids)} passages"),
             passage_ids=ids,
         )
+        deps.seen_status = report.status
         deps.retrieved.update(ids)
         return {"results": [_passage_view(p) for p in passages]}
 
@@ -207,7 +211,7 @@ def _passage_view(passage: Passage) -> dict[str, Any]:
 
 
 def _log(deps: ResearchDeps, call: ToolCall) -> None:
-    report_tool_call_record(report_id=deps.report_id, call=call)
+    deps.seen_status = report_tool_call_record(report_id=deps.report_id, call=call).status
 
 
 def _ms(started: float) -> float:

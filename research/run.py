@@ -23,7 +23,7 @@ from llms.prompts import research_user_prompt
 from llms.providers import research_model
 from llms.research_agent import ResearchDeps, research_agent
 from research.constants import DEPTH_PRESETS, ERROR_MAX_CHARS
-from research.models import ResearchReport
+from research.models import ReportStatus, ResearchReport
 from research.selectors import report_cancel_pending
 from research.services import Outcome, report_finalize, report_mark_running
 
@@ -119,7 +119,7 @@ async def _drive(report: ResearchReport) -> RunEnd:
                     # Between steps: before each model request, never in the middle of a step.
                     if not research_agent.is_model_request_node(node):
                         continue
-                    if await sync_to_async(report_cancel_pending, thread_sensitive=True)(report_id=report.pk):
+                    if await _cancel_pending(deps):
                         return RunEnd(Outcome.CANCELLED, usage=usage())
                 return RunEnd(Outcome.COMPLETED, draft=run.result.output.markdown, usage=usage())
     except UsageLimitExceeded as exc:
@@ -128,6 +128,13 @@ async def _drive(report: ResearchReport) -> RunEnd:
         return RunEnd(Outcome.SALVAGED, budget="time", usage=usage())
     except ApplicationError as exc:
         return RunEnd(Outcome.FAILED, error=f"{exc.code}: {exc.message}", usage=usage())
+
+
+async def _cancel_pending(deps: ResearchDeps) -> bool:
+    seen, deps.seen_status = deps.seen_status, None
+    if seen is not None:  # the step's own write read the status under its row lock
+        return seen in (ReportStatus.CANCELLING, ReportStatus.CANCELLED)
+    return await sync_to_async(report_cancel_pending, thread_sensitive=True)(report_id=deps.report_id)
 
 
 def _corpus_for_creator(report: ResearchReport):
