@@ -350,7 +350,9 @@ class OfflineResearcher:
         findings = []
         for call_id, call in history.calls.items():
             outcome = history.returns.get(call_id)
-            if call.tool_name != "record_finding" or not str(outcome).startswith("recorded finding"):
+            # A duplicate was recorded by an earlier attempt of this run (resumed): it still counts.
+            recorded = str(outcome).startswith(("recorded finding", "error[finding_duplicate]"))
+            if call.tool_name != "record_finding" or not recorded:
                 continue
             args = call.args_as_dict()
             pid = args["passage_ids"][0]

@@ -30,7 +30,10 @@ class ResearchDeps:
     breadth: int
     search_top_k: int
     document_ids: list[int] | None = None
+    lease_token: str | None = None
     retrieved: set[int] = field(default_factory=set)
+    # The model usage so far, written with each step as part of the run's checkpoint.
+    usage: dict[str, Any] | None = None
     # The report's status as the last step's write saw it (None: no write since the last check),
     # so the run need not query for a pending cancel after a step that already read the row.
     seen_status: str | None = None
@@ -160,7 +163,12 @@ async def record_finding(
     def work() -> str:
         try:
             finding = finding_record(
-                report_id=deps.report_id, claim=claim, quote=quote, passage_ids=passage_ids, section=section
+                report_id=deps.report_id,
+                claim=claim,
+                quote=quote,
+                passage_ids=passage_ids,
+                section=section,
+                lease_token=deps.lease_token,
             )
         except ApplicationError as exc:
             return f"error[{exc.code}]: {exc.message}"
@@ -190,6 +198,8 @@ async def _retrieval(
             report_id=deps.report_id,
             call=ToolCall(tool, arguments, elapsed, f"{len(ids)} passages"),
             passage_ids=ids,
+            lease_token=deps.lease_token,
+            usage=deps.usage,
         )
         deps.seen_status = report.status
         deps.retrieved.update(ids)
@@ -211,7 +221,10 @@ def _passage_view(passage: Passage) -> dict[str, Any]:
 
 
 def _log(deps: ResearchDeps, call: ToolCall) -> None:
-    deps.seen_status = report_tool_call_record(report_id=deps.report_id, call=call).status
+    report = report_tool_call_record(
+        report_id=deps.report_id, call=call, lease_token=deps.lease_token, usage=deps.usage
+    )
+    deps.seen_status = report.status
 
 
 def _ms(started: float) -> float:

@@ -44,6 +44,10 @@ class ReportNotCancellable(ResearchError):
     code = "report_not_cancellable"
 
 
+class ReportNotResumable(ResearchError):
+    code = "report_not_resumable"
+
+
 class TransitionNotAllowed(ResearchError):
     code = "transition_not_allowed"
 

@@ -1,14 +1,17 @@
 """GraphQL types, queries and mutations for research reports."""
 
 import graphene
+from django.db.models import Prefetch
 from django.urls import reverse
 from graphene import relay
 from graphene.types.generic import GenericScalar
-from graphene_django import DjangoConnectionField, DjangoObjectType
+from graphene_django import DjangoObjectType
 
 from config.graphql.errors import BaseMutation, require_user
 from config.graphql.ids import decode_id, decode_ids, encode_id
-from corpora.graphql import CorpusNode, PassageNode
+from config.graphql.pagination import BoundedConnectionField
+from corpora.graphql import CorpusNode, PassageNode, corpora_with_counts
+from corpora.models import Passage
 from corpora.selectors import corpus_get_for_user
 from research.constants import DEPTH_PRESETS
 from research.models import ReportStatus, ResearchReport
@@ -83,10 +86,15 @@ class ResearchReportNode(DjangoObjectType):
     @classmethod
     def get_queryset(cls, queryset, info):
         visible = report_list(user=info.context.user).values("pk")
-        return (
-            queryset.filter(pk__in=visible)
-            .select_related("corpus")
-            .prefetch_related("cited_passages__document")
+        return queryset.filter(pk__in=visible).prefetch_related(
+            corpora_with_counts(),
+            # The passages and their documents without the heavy columns (embedding, full text).
+            Prefetch(
+                "cited_passages",
+                queryset=Passage.objects.defer("embedding")
+                .select_related("document")
+                .defer("document__text"),
+            ),
         )
 
     def resolve_status(self, info) -> str:
@@ -146,7 +154,7 @@ class ResearchReportNode(DjangoObjectType):
 class ResearchQuery(graphene.ObjectType):
     research_report = graphene.Field(ResearchReportNode, id=graphene.ID(required=True))
     research_report_by_slug = graphene.Field(ResearchReportNode, slug=graphene.String(required=True))
-    research_reports = DjangoConnectionField(
+    research_reports = BoundedConnectionField(
         ResearchReportNode, corpus_id=graphene.ID(), status=ReportStatusEnum()
     )
 
@@ -167,7 +175,8 @@ class ResearchQuery(graphene.ObjectType):
             queryset = queryset.filter(corpus_id=decode_id(corpus_id, "Corpus", field="corpus_id"))
         if status is not None:
             queryset = queryset.filter(status=getattr(status, "value", status))
-        return ResearchReportNode.get_queryset(queryset, info)
+        # The connection field applies ResearchReportNode.get_queryset (visibility, prefetches) once.
+        return queryset
 
 
 class StartResearchReport(BaseMutation):

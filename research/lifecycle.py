@@ -11,12 +11,14 @@ from research.models import ReportStatus, ResearchReport
 S = ReportStatus
 ALLOWED_TRANSITIONS: dict[str, frozenset[str]] = {
     S.QUEUED: frozenset({S.RUNNING, S.CANCELLED, S.FAILED}),
-    # RUNNING -> CANCELLED happens when a run is cut short and finalizes with a pending cancel.
-    S.RUNNING: frozenset({S.CANCELLING, S.COMPLETED, S.FAILED, S.CANCELLED}),
+    # RUNNING -> CANCELLED happens when a run is cut short and finalizes with a pending cancel;
+    # RUNNING -> QUEUED when a transient failure or a stall sends the run back to resume.
+    S.RUNNING: frozenset({S.QUEUED, S.CANCELLING, S.COMPLETED, S.FAILED, S.CANCELLED}),
     S.CANCELLING: frozenset({S.CANCELLED, S.FAILED}),
     S.COMPLETED: frozenset(),
-    S.FAILED: frozenset(),
-    S.CANCELLED: frozenset(),
+    # A failed or cancelled report can be resumed on request, keeping its id and findings.
+    S.FAILED: frozenset({S.QUEUED}),
+    S.CANCELLED: frozenset({S.QUEUED}),
 }
 
 

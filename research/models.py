@@ -74,6 +74,12 @@ class ResearchReport(models.Model):
     cited_passages = models.ManyToManyField(Passage, blank=True, related_name="citing_reports")
     cited_documents = models.ManyToManyField(Document, blank=True, related_name="citing_reports")
     finalized_at = models.DateTimeField(null=True, blank=True)
+    # The run that may write: a worker holds the lease while it runs and renews it with every
+    # step; a second delivery of the task can take over only once the lease has expired.
+    lease_token = models.CharField(max_length=32, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # Set when the run is queued again after a transient failure or a stall: not before then.
+    not_before = models.DateTimeField(null=True, blank=True)
 
     conversation = models.ForeignKey(
         "conversations.Conversation", null=True, blank=True, on_delete=models.SET_NULL, related_name="reports"

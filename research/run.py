@@ -19,15 +19,24 @@ from pydantic_ai.exceptions import UsageLimitExceeded
 
 from config.exceptions import ApplicationError
 from corpora.selectors import corpus_get_for_user
+from llms.errors import is_transient, retry_after
 from llms.prompts import research_user_prompt
 from llms.providers import research_model
 from llms.research_agent import ResearchDeps, research_agent
 from research.constants import DEPTH_PRESETS, ERROR_MAX_CHARS
 from research.models import ReportStatus, ResearchReport
 from research.selectors import report_cancel_pending
-from research.services import Outcome, report_finalize, report_mark_running
+from research.services import (
+    LeaseLost,
+    Outcome,
+    report_finalize,
+    report_mark_running,
+    report_requeue,
+)
 
 logger = logging.getLogger(__name__)
+
+RETRY_BACKOFF_MAX_SECONDS = 60
 
 
 @dataclass
@@ -45,19 +54,37 @@ def report_run(*, report_id: int) -> ResearchReport | None:
     report = report_mark_running(report_id=report_id)
     if report is None:
         return None
+    lease = report.lease_token
     try:
         end = async_to_sync(_drive)(report)
-    except Exception as exc:  # the report must end, whatever went wrong
+    except LeaseLost:
+        logger.warning("research run %s was taken over by another worker; this one stops", report_id)
+        return None
+    except Exception as exc:  # the report must end or go back to the queue, whatever went wrong
+        if is_transient(exc):
+            delay = retry_after(exc)
+            delay = min(2 ** (report.retry_count + 1), RETRY_BACKOFF_MAX_SECONDS) if delay is None else delay
+            if report_requeue(
+                report_id=report_id, lease_token=lease, reason=_describe(exc), delay_seconds=delay
+            ):
+                logger.warning(
+                    "research run %s hit %s; resuming in %ss", report_id, type(exc).__name__, delay
+                )
+                return ResearchReport.objects.get(pk=report_id)
         logger.exception("research run %s failed", report_id)
         end = RunEnd(Outcome.FAILED, error=_describe(exc))
-    return report_finalize(
-        report_id=report_id,
-        outcome=end.outcome,
-        draft=end.draft,
-        budget=end.budget,
-        error=end.error,
-        usage=end.usage or None,
-    )
+    try:
+        return report_finalize(
+            report_id=report_id,
+            outcome=end.outcome,
+            draft=end.draft,
+            budget=end.budget,
+            error=end.error,
+            usage=end.usage or None,
+            lease_token=lease,
+        )
+    except LeaseLost:
+        return None
 
 
 def report_fail_unstarted(*, report_id: int, error: str) -> None:
@@ -85,6 +112,8 @@ async def _drive(report: ResearchReport) -> RunEnd:
         breadth=preset.breadth,
         search_top_k=preset.search_top_k,
         document_ids=list(report.document_scope) or None,
+        lease_token=report.lease_token,
+        retrieved=set(report.retrieved_passage_ids),
     )
     limits = UsageLimits(
         request_limit=report.max_steps,
@@ -97,20 +126,22 @@ async def _drive(report: ResearchReport) -> RunEnd:
         rubric=report.rubric,
         depth=report.depth,
         document_scope=list(report.document_scope),
+        checkpoint=_checkpoint(report),
     )
     deadline = (report.started_at or timezone.now()) + timedelta(seconds=report.time_limit_seconds)
     run = None
 
+    earlier = report.model_usage if report.model_usage.get("model") == chosen.name else {}
+
     def usage() -> dict[str, Any]:
+        """This attempt's usage added to the earlier attempts' (a resumed run keeps counting)."""
         counted = run.usage if run is not None else None
-        return {
-            "model": chosen.name,
-            "engine": chosen.engine,
-            "requests": getattr(counted, "requests", 0),
-            "input_tokens": getattr(counted, "input_tokens", 0),
-            "output_tokens": getattr(counted, "output_tokens", 0),
-            "tool_calls": getattr(counted, "tool_calls", 0),
+        totals = {
+            key: int(earlier.get(key, 0)) + getattr(counted, key, 0)
+            for key in ("requests", "input_tokens", "output_tokens", "tool_calls")
         }
+        retried = int(earlier.get("inline_retries", 0)) + getattr(chosen.model, "retried", 0)
+        return {"model": chosen.name, "engine": chosen.engine, **totals, "inline_retries": retried}
 
     try:
         async with asyncio.timeout((deadline - timezone.now()).total_seconds()):
@@ -119,6 +150,7 @@ async def _drive(report: ResearchReport) -> RunEnd:
                     # Between steps: before each model request, never in the middle of a step.
                     if not research_agent.is_model_request_node(node):
                         continue
+                    deps.usage = usage()  # written with the next step: a checkpoint of the spend
                     if await _cancel_pending(deps):
                         return RunEnd(Outcome.CANCELLED, usage=usage())
                 return RunEnd(Outcome.COMPLETED, draft=run.result.output.markdown, usage=usage())
@@ -135,6 +167,13 @@ async def _cancel_pending(deps: ResearchDeps) -> bool:
     if seen is not None:  # the step's own write read the status under its row lock
         return seen in (ReportStatus.CANCELLING, ReportStatus.CANCELLED)
     return await sync_to_async(report_cancel_pending, thread_sensitive=True)(report_id=deps.report_id)
+
+
+def _checkpoint(report: ResearchReport) -> list[str]:
+    """What an earlier attempt left, for a resumed run: its plan and findings."""
+    lines = [f"Planned sub-question: {step['question']}" for step in report.plan if step.get("question")]
+    lines += [f"Recorded finding (passage {f['passage_id']}): {f['claim']}" for f in report.findings]
+    return lines
 
 
 def _corpus_for_creator(report: ResearchReport):

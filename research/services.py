@@ -1,17 +1,19 @@
 """Every write to a research report: start, cancel, the run's scratchpad (retrieved passages,
 tool calls, findings) and the one-time finalize. Status changes go through research.lifecycle."""
 
+import html
 import logging
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from time import perf_counter
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, connection, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.text import slugify
@@ -47,6 +49,7 @@ from research.exceptions import (
     ReportAlreadyActive,
     ReportNotCancellable,
     ReportNotFound,
+    ReportNotResumable,
     ReportPermissionDenied,
     RubricInvalid,
     TitleInvalid,
@@ -158,11 +161,13 @@ def _document_scope(corpus: Corpus, document_ids: Sequence[int] | None) -> list[
     return ids
 
 
-def _enqueue(report: ResearchReport) -> None:
+def _enqueue(report: ResearchReport, delay_seconds: float = 0) -> None:
     # Imported here: tasks import services, services only hand work to them.
     from tasks.research import research_enqueue
 
-    research_enqueue(report_id=report.pk, time_limit_seconds=report.time_limit_seconds)
+    research_enqueue(
+        report_id=report.pk, time_limit_seconds=report.time_limit_seconds, delay_seconds=delay_seconds
+    )
 
 
 # --- Cancel ---------------------------------------------------------------------------------
@@ -194,16 +199,100 @@ def _report_for_writer(*, user: AbstractBaseUser, report_id: int) -> ResearchRep
 
 
 # --- The run's scratchpad -------------------------------------------------------------------
+class LeaseLost(Exception):
+    """Another delivery of the task took the run over (this one stalled past its lease): stop
+    without writing anything more. Not an ApplicationError: no user ever sees it."""
+
+
 def report_mark_running(*, report_id: int) -> ResearchReport | None:
-    """QUEUED -> RUNNING; None when the report is gone or no longer queued (cancelled first,
-    or already taken by another delivery of the task)."""
+    """Take the run's lease. QUEUED -> RUNNING; or a RUNNING/CANCELLING report whose lease has
+    expired (its worker died) is taken over as it stands. None when the report is gone, ended,
+    or held by a live lease: a task delivered twice runs once."""
     report = ResearchReport.objects.filter(pk=report_id).first()
-    if report is None or report.status != ReportStatus.QUEUED:
+    if report is None:
         return None
+    now = timezone.now()
+    lease = {"lease_token": secrets.token_hex(16), "lease_expires_at": now + _lease_duration()}
+    if report.status == ReportStatus.QUEUED:
+        try:
+            return report_transition(report=report, to=ReportStatus.RUNNING, not_before=None, **lease)
+        except TransitionLost:
+            return None
+    if report.status in (ReportStatus.RUNNING, ReportStatus.CANCELLING) and (
+        report.lease_expires_at is None or report.lease_expires_at < now
+    ):
+        taken = ResearchReport.objects.filter(
+            pk=report_id, status=report.status, lease_token=report.lease_token
+        ).update(last_progress_at=now, updated=now, **lease)
+        if taken:
+            report.refresh_from_db()
+            return report
+    return None
+
+
+def _lease_duration() -> timedelta:
+    return timedelta(seconds=settings.RESEARCH_LEASE_SECONDS)
+
+
+def report_requeue(*, report_id: int, lease_token: str | None, reason: str, delay_seconds: float) -> bool:
+    """Send a run back to the queue to resume from its checkpoint after a transient failure or
+    a stall, counting a retry. False when the retry budget is spent (the caller fails it)."""
+    with transaction.atomic():
+        report = ResearchReport.objects.select_for_update().get(pk=report_id)
+        if report.status != ReportStatus.RUNNING or (
+            lease_token is not None and report.lease_token != lease_token
+        ):
+            return False
+        if report.retry_count >= settings.RESEARCH_TASK_MAX_RETRIES:
+            return False
+        report_transition(
+            report=report,
+            to=ReportStatus.QUEUED,
+            retry_count=report.retry_count + 1,
+            lease_token="",
+            lease_expires_at=None,
+            not_before=timezone.now() + timedelta(seconds=delay_seconds),
+            warnings=[*report.warnings, f"retried:{reason[:200]}"],
+        )
+        transaction.on_commit(lambda: _enqueue(report, delay_seconds=delay_seconds))
+    return True
+
+
+def report_resume(*, user: AbstractBaseUser, report_id: int) -> ResearchReport:
+    """Continue a FAILED or CANCELLED report from its findings with a fresh budget; it keeps
+    its id, findings, retrieved passages and history."""
+    report = _report_for_writer(user=user, report_id=report_id)
+    if report.status not in (ReportStatus.FAILED, ReportStatus.CANCELLED):
+        raise ReportNotResumable(
+            f"only a failed or cancelled report can be resumed, not a {report.status.lower()} one"
+        )
+    if ResearchReport.objects.filter(
+        creator=report.creator_id, corpus=report.corpus_id, status__in=_ACTIVE
+    ).exists():
+        raise ReportAlreadyActive(_ALREADY_ACTIVE, field="id")
     try:
-        return report_transition(report=report, to=ReportStatus.RUNNING)
-    except TransitionLost:
-        return None
+        with transaction.atomic():
+            report_transition(
+                report=report,
+                to=ReportStatus.QUEUED,
+                cancel_requested=False,
+                finalized_at=None,
+                completed_at=None,
+                error="",
+                step_count=0,
+                tool_call_count=0,
+                retry_count=0,
+                lease_token="",
+                lease_expires_at=None,
+                not_before=None,
+                warnings=[*report.warnings, "resumed"],
+            )
+            transaction.on_commit(lambda: _enqueue(report))
+    except IntegrityError as exc:  # another run on this corpus started in between
+        raise ReportAlreadyActive(_ALREADY_ACTIVE, field="id") from exc
+    except TransitionLost as exc:
+        raise ReportNotResumable("the report changed while resuming; try again", field="id") from exc
+    return report
 
 
 def report_plan_record(*, report_id: int, plan: list[dict[str, Any]]) -> None:
@@ -219,6 +308,8 @@ class ToolCall:
 
 
 _STEP_FIELDS = (
+    "lease_token",
+    "model_usage",
     "status",
     "corpus_id",
     "retrieved_passage_ids",
@@ -230,14 +321,19 @@ _STEP_FIELDS = (
 
 
 def report_tool_call_record(
-    *, report_id: int, call: ToolCall, passage_ids: Sequence[int] = ()
+    *,
+    report_id: int,
+    call: ToolCall,
+    passage_ids: Sequence[int] = (),
+    lease_token: str | None = None,
+    usage: dict[str, Any] | None = None,
 ) -> ResearchReport:
     """One step of the run, in one write: the call's log entry, the passages it retrieved joined
-    to the run's accumulator, and the progress counters."""
+    to the run's accumulator, the progress counters, the usage so far and the lease renewal."""
     with transaction.atomic():
         _relaxed_commit()
         report = ResearchReport.objects.select_for_update().only(*_STEP_FIELDS).get(pk=report_id)
-        return _step_write(report, call, passage_ids=passage_ids)
+        return _step_write(report, call, passage_ids=passage_ids, lease_token=lease_token, usage=usage)
 
 
 def _relaxed_commit() -> None:
@@ -256,12 +352,22 @@ def _step_write(
     *,
     passage_ids: Sequence[int] = (),
     finding: dict[str, Any] | None = None,
+    lease_token: str | None = None,
+    usage: dict[str, Any] | None = None,
 ) -> ResearchReport:
-    """Apply one step to a report row the caller has locked. A finished report takes no more
-    steps (a run cut short by a worker's hard limit may still be unwinding)."""
+    """Apply one step to a report row the caller has locked, renewing the caller's lease. A
+    finished report takes no more steps (a run cut short by a worker's hard limit may still be
+    unwinding); a run whose lease another delivery took over raises LeaseLost."""
     if report.is_terminal:
         return report
+    _check_lease(report, lease_token)
     fields = ["tool_call_log", "tool_call_count", "step_count", "last_progress_at", "updated"]
+    if lease_token is not None:
+        report.lease_expires_at = timezone.now() + _lease_duration()
+        fields.append("lease_expires_at")
+    if usage is not None:
+        report.model_usage = usage
+        fields.append("model_usage")
     if passage_ids:
         known = set(report.retrieved_passage_ids)
         fresh = [pid for pid in dict.fromkeys(passage_ids) if pid not in known]
@@ -277,6 +383,11 @@ def _step_write(
     report.last_progress_at = report.updated = timezone.now()
     report.save(update_fields=fields)
     return report
+
+
+def _check_lease(report: ResearchReport, lease_token: str | None) -> None:
+    if lease_token is not None and report.lease_token != lease_token:
+        raise LeaseLost(f"report {report.pk} is run by another worker now")
 
 
 def _log_entry(call: ToolCall, index: int) -> dict[str, Any]:
@@ -302,6 +413,7 @@ def finding_record(
     quote: str,
     passage_ids: Sequence[int],
     section: str | None = None,
+    lease_token: str | None = None,
 ) -> dict[str, Any]:
     """Record a finding if its passages were retrieved by this run and its quote is verbatim in
     one of them; otherwise FindingRejected with a message the agent can act on. Atomic: the
@@ -310,18 +422,21 @@ def finding_record(
     arguments = {"claim": claim, "quote": quote, "passage_ids": list(passage_ids), "section": section}
     with transaction.atomic():
         report = ResearchReport.objects.select_for_update().only(*_STEP_FIELDS).get(pk=report_id)
+        _check_lease(report, lease_token)
         try:
             finding = _finding_validate(report, claim, quote, passage_ids, section)
         except FindingRejected as exc:
             rejection = exc
         else:
             outcome = f"recorded finding {finding['id']}"
-            _step_write(report, ToolCall("record_finding", arguments, _ms(started), outcome), finding=finding)
+            call = ToolCall("record_finding", arguments, _ms(started), outcome)
+            _step_write(report, call, finding=finding, lease_token=lease_token)
             return finding
     # Rejections are steps too, logged outside the finding's transaction so the log keeps them.
     report_tool_call_record(
         report_id=report_id,
         call=ToolCall("record_finding", arguments, _ms(started), f"rejected: {rejection.message}"),
+        lease_token=lease_token,
     )
     raise rejection
 
@@ -421,6 +536,7 @@ def report_finalize(
     error: str | None = None,
     usage: dict[str, Any] | None = None,
     expect: str | None = None,
+    lease_token: str | None = None,
 ) -> ResearchReport:
     """Render and store the report, move it to its terminal status, notify the creator and the
     originating conversation — all in one transaction, exactly once: a second call (a task
@@ -431,7 +547,9 @@ def report_finalize(
             return report
         if expect is not None and report.status != expect:
             raise TransitionLost(f"report {report_id} is no longer {expect.lower()}")
+        _check_lease(report, lease_token)
         status, warnings, error_text, draft = _final_state(report, outcome, draft, budget, error)
+        draft = _with_uncited_findings(draft, report.findings)
         known = {*report.retrieved_passage_ids, *draft_passage_ids(draft)}
         rendered = citations_render(
             draft=draft,
@@ -448,6 +566,8 @@ def report_finalize(
             error=error_text[:ERROR_MAX_CHARS],
             model_usage=usage if usage is not None else report.model_usage,
             finalized_at=timezone.now(),
+            lease_token="",
+            lease_expires_at=None,
         )
         report.cited_passages.set(rendered.passage_ids)
         report.cited_documents.set(rendered.document_ids)
@@ -455,6 +575,22 @@ def report_finalize(
         if report.conversation_id is not None:
             _announce_in_conversation(report)
     return report
+
+
+def _with_uncited_findings(draft: str, findings: list[dict[str, Any]]) -> str:
+    """Every recorded finding reaches the report: those the draft does not cite (a run resumed
+    after a crash, a model that left some out) are listed after it, each cited to its passage."""
+    cited = draft_passage_ids(draft)
+    missing = [f for f in findings if f["passage_id"] not in cited]
+    if not missing:
+        return draft
+    lines = [draft.rstrip(), "", "## Additional findings", ""]
+    lines += [
+        f'- <cite ids="{f["passage_id"]}" quote="{html.escape(f["quote"], quote=True)}">'
+        f"{' '.join(f['claim'].split())}</cite>"
+        for f in missing
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def _final_state(
@@ -511,3 +647,39 @@ def _announce_in_conversation(report: ResearchReport) -> None:
         content=f"Deep research {verb}: [{report.title}]({url}) ({findings} finding{plural}).",
         data={"report_id": report.pk, "slug": report.slug, "status": report.status, "url": url},
     )
+
+
+# --- Stalled runs ---------------------------------------------------------------------------
+def reports_reap_stalled() -> dict[str, int]:
+    """The beat job's work: RUNNING runs with no progress for RESEARCH_STALL_SECONDS (their
+    worker died) go back to the queue to resume, counting a retry, or end FAILED with their
+    findings once the retries are spent; stalled CANCELLING runs end CANCELLED; QUEUED runs
+    whose message was lost (a broker restart) are enqueued again."""
+    now = timezone.now()
+    stalled_before = now - timedelta(seconds=settings.RESEARCH_STALL_SECONDS)
+    counts = {"resumed": 0, "failed": 0, "cancelled": 0, "requeued": 0}
+    stalled = ResearchReport.objects.filter(
+        status__in=[ReportStatus.RUNNING, ReportStatus.CANCELLING], last_progress_at__lt=stalled_before
+    ).values_list("pk", "status")
+    for report_id, status in stalled:
+        if status == ReportStatus.CANCELLING:
+            report_finalize(report_id=report_id, outcome=Outcome.CANCELLED)
+            counts["cancelled"] += 1
+        elif report_requeue(report_id=report_id, lease_token=None, reason="stalled", delay_seconds=0):
+            counts["resumed"] += 1
+        else:
+            report_finalize(
+                report_id=report_id,
+                outcome=Outcome.FAILED,
+                error="The run stalled (its worker stopped) and its retries are spent.",
+            )
+            counts["failed"] += 1
+    waiting = ResearchReport.objects.filter(status=ReportStatus.QUEUED, updated__lt=stalled_before).filter(
+        Q(not_before__isnull=True) | Q(not_before__lt=stalled_before)
+    )
+    for report in waiting:
+        # Touch it so the next sweep waits a full stall period before trying again.
+        ResearchReport.objects.filter(pk=report.pk, status=ReportStatus.QUEUED).update(updated=now)
+        transaction.on_commit(lambda report=report: _enqueue(report))
+        counts["requeued"] += 1
+    return counts

@@ -12,6 +12,7 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 
 from research.run import report_fail_unstarted, report_run, report_salvage_on_timeout
+from research.services import reports_reap_stalled
 
 logger = logging.getLogger(__name__)
 
@@ -70,12 +71,23 @@ class InProcessResearchPool:
 in_process_pool = InProcessResearchPool()
 
 
-def research_enqueue(*, report_id: int, time_limit_seconds: int) -> None:
+def research_enqueue(*, report_id: int, time_limit_seconds: int, delay_seconds: float = 0) -> None:
     if settings.CELERY_BROKER_URL:
         run_research.apply_async(
             args=[report_id],
+            countdown=delay_seconds or None,
             soft_time_limit=time_limit_seconds + SOFT_LIMIT_GRACE_SECONDS,
             time_limit=time_limit_seconds + HARD_LIMIT_GRACE_SECONDS,
         )
+    elif delay_seconds:
+        timer = threading.Timer(delay_seconds, in_process_pool.submit, args=[report_id])
+        timer.daemon = True
+        timer.start()
     else:
         in_process_pool.submit(report_id)
+
+
+@shared_task(name="research.reap_stalled", ignore_result=True)
+def reap_stalled_reports() -> dict[str, int]:
+    """Beat job (every minute): resume or end research runs whose worker stopped."""
+    return reports_reap_stalled()

@@ -1,8 +1,13 @@
 """The Celery beat schedule."""
 
 EMBED_SWEEP_SECONDS = 300
+REAP_STALLED_SECONDS = 60
 
 BEAT_SCHEDULE = {
+    "reap-stalled-research": {
+        "task": "research.reap_stalled",
+        "schedule": REAP_STALLED_SECONDS,
+    },
     "embed-pending-passages": {
         "task": "corpora.embed_pending_sweep",
         "schedule": EMBED_SWEEP_SECONDS,

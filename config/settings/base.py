@@ -138,6 +138,12 @@ LLM_BASE_URL = env_str("LLM_BASE_URL")
 LLM_API_KEY = env_str("LLM_API_KEY")
 RESEARCH_TOKEN_LIMIT = env_int("RESEARCH_TOKEN_LIMIT", 400_000)
 RESEARCH_TIME_LIMIT_SECONDS = env_int("RESEARCH_TIME_LIMIT_SECONDS", 30 * 60)
+# A worker holds a run's lease this long past its last step; a redelivered task may take over
+# a run whose lease expired. The reaper resumes RUNNING reports with no progress for this long.
+RESEARCH_LEASE_SECONDS = env_int("RESEARCH_LEASE_SECONDS", 600)
+RESEARCH_STALL_SECONDS = env_int("RESEARCH_STALL_SECONDS", 600)
+# Re-queues after a transient failure or a stall before a run ends FAILED.
+RESEARCH_TASK_MAX_RETRIES = env_int("RESEARCH_TASK_MAX_RETRIES", 2)
 # Research runs at once in one process when there is no broker (a thread each).
 RESEARCH_INPROCESS_WORKERS = env_int("RESEARCH_INPROCESS_WORKERS", 4)
 

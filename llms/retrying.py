@@ -1,0 +1,51 @@
+"""In-line retries of a model request: a transient provider failure (429, 5xx, timeout, lost
+connection) is retried twice with a doubling backoff, or after the provider's Retry-After.
+The count is kept so the run can record it; a failure that outlasts the retries propagates and
+the task-level retry (resume from the checkpoint) takes over."""
+
+import asyncio
+import logging
+
+from pydantic_ai.messages import ModelMessage, ModelResponse
+from pydantic_ai.models import ModelRequestParameters
+from pydantic_ai.models.wrapper import WrapperModel
+from pydantic_ai.settings import ModelSettings
+
+from llms.errors import TRANSIENT_MODEL_ERRORS, retry_after
+
+logger = logging.getLogger(__name__)
+
+INLINE_RETRIES = 2
+INLINE_BACKOFF_SECONDS = 1.0
+
+
+class RetryingModel(WrapperModel):
+    def __init__(
+        self, wrapped, *, retries: int = INLINE_RETRIES, backoff: float = INLINE_BACKOFF_SECONDS
+    ) -> None:
+        super().__init__(wrapped)
+        self.retries = retries
+        self.backoff = backoff
+        self.retried = 0  # in-line retries made so far, for the run's model usage
+
+    async def request(
+        self,
+        messages: list[ModelMessage],
+        model_settings: ModelSettings | None,
+        model_request_parameters: ModelRequestParameters,
+    ) -> ModelResponse:
+        attempt = 0
+        while True:
+            try:
+                return await self.wrapped.request(messages, model_settings, model_request_parameters)
+            except TRANSIENT_MODEL_ERRORS as exc:
+                if attempt >= self.retries:
+                    raise
+                delay = retry_after(exc)
+                delay = self.backoff * 2**attempt if delay is None else delay
+                attempt += 1
+                self.retried += 1
+                logger.warning(
+                    "model request failed (%s); retry %d in %.1fs", type(exc).__name__, attempt, delay
+                )
+                await asyncio.sleep(delay)
