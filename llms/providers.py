@@ -6,6 +6,7 @@ the default when no provider is configured), any PydanticAI model string such as
 from dataclasses import dataclass
 
 from django.conf import settings
+from openai import AsyncOpenAI
 from pydantic_ai.models import Model, infer_model
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
@@ -13,6 +14,7 @@ from pydantic_ai.providers.openai import OpenAIProvider
 from config.exceptions import ApplicationError
 from llms.offline import OFFLINE_MODEL_NAME, offline_model
 from llms.offline_chat import OFFLINE_CHAT_MODEL_NAME, offline_chat_model
+from llms.retrying import RetryingModel
 
 OFFLINE = "offline"
 OPENAI_COMPATIBLE = "openai-compatible:"
@@ -52,11 +54,13 @@ def _configured(spec: str) -> ChosenModel:
         name = spec.removeprefix(OPENAI_COMPATIBLE)
         if not settings.LLM_BASE_URL or not name:
             raise ModelConfigurationError(f"{spec!r} needs LLM_BASE_URL and a model name")
-        provider = OpenAIProvider(
-            base_url=settings.LLM_BASE_URL, api_key=settings.LLM_API_KEY or "not-needed"
+        # The SDK's own retries are off: RetryingModel retries, honours Retry-After and counts.
+        client = AsyncOpenAI(
+            base_url=settings.LLM_BASE_URL, api_key=settings.LLM_API_KEY or "not-needed", max_retries=0
         )
-        return ChosenModel(OpenAIChatModel(name, provider=provider), spec, ENGINE_LLM)
+        model = OpenAIChatModel(name, provider=OpenAIProvider(openai_client=client))
+        return ChosenModel(RetryingModel(model), spec, ENGINE_LLM)
     try:
-        return ChosenModel(infer_model(spec), spec, ENGINE_LLM)
+        return ChosenModel(RetryingModel(infer_model(spec)), spec, ENGINE_LLM)
     except Exception as exc:  # unknown provider prefix, missing API key, missing extra
         raise ModelConfigurationError(f"cannot use model {spec!r}: {exc}") from exc

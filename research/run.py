@@ -46,11 +46,14 @@ class RunEnd:
     budget: str | None = None
     error: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)
+    # A provider or database failure worth retrying from the checkpoint.
+    transient: BaseException | None = None
 
 
 def report_run(*, report_id: int) -> ResearchReport | None:
-    """Run a queued report to its end. A missing, cancelled or already-taken report is a no-op
-    (returns None), so a task delivered twice does nothing the second time."""
+    """Run a queued report to its end, or back to the queue after a transient failure. A
+    missing, ended or already-taken report is a no-op (returns None), so a task delivered twice
+    does nothing the second time."""
     report = report_mark_running(report_id=report_id)
     if report is None:
         return None
@@ -60,19 +63,11 @@ def report_run(*, report_id: int) -> ResearchReport | None:
     except LeaseLost:
         logger.warning("research run %s was taken over by another worker; this one stops", report_id)
         return None
-    except Exception as exc:  # the report must end or go back to the queue, whatever went wrong
-        if is_transient(exc):
-            delay = retry_after(exc)
-            delay = min(2 ** (report.retry_count + 1), RETRY_BACKOFF_MAX_SECONDS) if delay is None else delay
-            if report_requeue(
-                report_id=report_id, lease_token=lease, reason=_describe(exc), delay_seconds=delay
-            ):
-                logger.warning(
-                    "research run %s hit %s; resuming in %ss", report_id, type(exc).__name__, delay
-                )
-                return ResearchReport.objects.get(pk=report_id)
+    except Exception as exc:  # the report must end, whatever went wrong
         logger.exception("research run %s failed", report_id)
         end = RunEnd(Outcome.FAILED, error=_describe(exc))
+    if end.transient is not None and _requeue(report, end):
+        return ResearchReport.objects.get(pk=report_id)
     try:
         return report_finalize(
             report_id=report_id,
@@ -85,6 +80,25 @@ def report_run(*, report_id: int) -> ResearchReport | None:
         )
     except LeaseLost:
         return None
+
+
+def _requeue(report: ResearchReport, end: "RunEnd") -> bool:
+    """Back to the queue with backoff min(2**n, 60) s, or the provider's Retry-After; False once
+    the retry budget is spent (the run then fails, its findings rendered)."""
+    exc = end.transient
+    delay = retry_after(exc)
+    if delay is None:
+        delay = min(2 ** (report.retry_count + 1), RETRY_BACKOFF_MAX_SECONDS)
+    requeued = report_requeue(
+        report_id=report.pk,
+        lease_token=report.lease_token,
+        reason=_describe(exc),
+        delay_seconds=delay,
+        usage=end.usage,
+    )
+    if requeued:
+        logger.warning("research run %s hit %s; resuming in %ss", report.pk, type(exc).__name__, delay)
+    return requeued
 
 
 def report_fail_unstarted(*, report_id: int, error: str) -> None:
@@ -160,6 +174,10 @@ async def _drive(report: ResearchReport) -> RunEnd:
         return RunEnd(Outcome.SALVAGED, budget="time", usage=usage())
     except ApplicationError as exc:
         return RunEnd(Outcome.FAILED, error=f"{exc.code}: {exc.message}", usage=usage())
+    except Exception as exc:
+        if not is_transient(exc):
+            raise
+        return RunEnd(Outcome.FAILED, error=_describe(exc), usage=usage(), transient=exc)
 
 
 async def _cancel_pending(deps: ResearchDeps) -> bool:

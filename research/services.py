@@ -234,7 +234,14 @@ def _lease_duration() -> timedelta:
     return timedelta(seconds=settings.RESEARCH_LEASE_SECONDS)
 
 
-def report_requeue(*, report_id: int, lease_token: str | None, reason: str, delay_seconds: float) -> bool:
+def report_requeue(
+    *,
+    report_id: int,
+    lease_token: str | None,
+    reason: str,
+    delay_seconds: float,
+    usage: dict[str, Any] | None = None,
+) -> bool:
     """Send a run back to the queue to resume from its checkpoint after a transient failure or
     a stall, counting a retry. False when the retry budget is spent (the caller fails it)."""
     with transaction.atomic():
@@ -253,6 +260,7 @@ def report_requeue(*, report_id: int, lease_token: str | None, reason: str, dela
             lease_expires_at=None,
             not_before=timezone.now() + timedelta(seconds=delay_seconds),
             warnings=[*report.warnings, f"retried:{reason[:200]}"],
+            model_usage=usage if usage is not None else report.model_usage,
         )
         transaction.on_commit(lambda: _enqueue(report, delay_seconds=delay_seconds))
     return True
@@ -549,14 +557,11 @@ def report_finalize(
             raise TransitionLost(f"report {report_id} is no longer {expect.lower()}")
         _check_lease(report, lease_token)
         status, warnings, error_text, draft = _final_state(report, outcome, draft, budget, error)
-        draft = _with_uncited_findings(draft, report.findings)
-        known = {*report.retrieved_passage_ids, *draft_passage_ids(draft)}
-        rendered = citations_render(
-            draft=draft,
-            passages=citable_passages(corpus_id=report.corpus_id, passage_ids=known),
-            retrieved_ids=report.retrieved_passage_ids,
-            findings=report.findings,
-        )
+        rendered = _render(report, draft)
+        cited = {(c["passage_id"], c["quote"]) for c in rendered.citations}
+        uncited = [f for f in report.findings if (f["passage_id"], f["quote"]) not in cited]
+        if uncited:
+            rendered = _render(report, _with_findings_section(draft, uncited))
         report = report_transition(
             report=report,
             to=status,
@@ -577,13 +582,19 @@ def report_finalize(
     return report
 
 
-def _with_uncited_findings(draft: str, findings: list[dict[str, Any]]) -> str:
+def _render(report: ResearchReport, draft: str):
+    known = {*report.retrieved_passage_ids, *draft_passage_ids(draft)}
+    return citations_render(
+        draft=draft,
+        passages=citable_passages(corpus_id=report.corpus_id, passage_ids=known),
+        retrieved_ids=report.retrieved_passage_ids,
+        findings=report.findings,
+    )
+
+
+def _with_findings_section(draft: str, missing: list[dict[str, Any]]) -> str:
     """Every recorded finding reaches the report: those the draft does not cite (a run resumed
-    after a crash, a model that left some out) are listed after it, each cited to its passage."""
-    cited = draft_passage_ids(draft)
-    missing = [f for f in findings if f["passage_id"] not in cited]
-    if not missing:
-        return draft
+    after a crash, a model that left some out) are listed after it, each cited to its quote."""
     lines = [draft.rstrip(), "", "## Additional findings", ""]
     lines += [
         f'- <cite ids="{f["passage_id"]}" quote="{html.escape(f["quote"], quote=True)}">'

@@ -24,7 +24,20 @@ class ChatServer:
                 server.requests.append(
                     {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
                 )
-                payload = json.dumps(_completion(body, script(body))).encode()
+                answer = script(body)
+                if "status" in answer:  # a provider failure: 429, 5xx, 401 ...
+                    payload = json.dumps(
+                        {"error": {"message": "scripted failure", "type": "server_error"}}
+                    ).encode()
+                    self.send_response(answer["status"])
+                    for name, value in answer.get("headers", {}).items():
+                        self.send_header(name, value)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
+                payload = json.dumps(_completion(body, answer)).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
