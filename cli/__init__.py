@@ -1,0 +1,1 @@
+"""`deepcite`: a command-line client for a Deepcite server's GraphQL API."""

@@ -1,0 +1,22 @@
+"""Exit codes, environment variables and limits of the `deepcite` command."""
+
+EXIT_DONE = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_TIMED_OUT = 3
+EXIT_INTERRUPTED = 130
+
+ENV_URL = "DEEPCITE_URL"
+ENV_TOKEN = "DEEPCITE_TOKEN"  # noqa: S105 (the variable's name, not a secret)
+
+GRAPHQL_PATH = "/graphql"
+HTTP_TIMEOUT_SECONDS = 30.0
+# The server caps a connection page at 100 items.
+PAGE_SIZE_MAX = 100
+DEFAULT_LIST_SIZE = 10
+DEFAULT_POLL_SECONDS = 1.0
+# While waiting, a server restart or a dropped connection is retried this many times in a row.
+POLL_TRANSIENT_RETRIES = 5
+
+TERMINAL_STATUSES = frozenset({"COMPLETED", "FAILED", "CANCELLED"})
+DEPTHS = ("shallow", "standard", "deep")

@@ -1,0 +1,383 @@
+"""The `deepcite` command: start, follow, list and cancel research runs on a Deepcite server."""
+
+import argparse
+import os
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from cli import queries
+from cli.client import CliError, GraphQLClient, UsageError, global_id
+from cli.constants import (
+    DEFAULT_LIST_SIZE,
+    DEFAULT_POLL_SECONDS,
+    DEPTHS,
+    ENV_TOKEN,
+    ENV_URL,
+    EXIT_DONE,
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_TIMED_OUT,
+    PAGE_SIZE_MAX,
+    POLL_TRANSIENT_RETRIES,
+    TERMINAL_STATUSES,
+)
+from cli.output import (
+    Output,
+    ProgressView,
+    corpora_table,
+    corpus_json,
+    report_json,
+    report_list_json,
+    reports_table,
+)
+
+Command = Callable[[GraphQLClient, argparse.Namespace, Output], int]
+
+EPILOG = f"""\
+connection: --url/--token, or the {ENV_URL} and {ENV_TOKEN} environment variables.
+exit codes: 0 done, 1 failed (or cancelled, or an API error), 2 usage error, 3 timed out."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "task_id_only", False) and (args.json or args.output):
+        parser.error(
+            "--task-id-only prints only the report id; it cannot be combined with --json or --output"
+        )
+    output = Output()
+    try:
+        client = _client(args)
+        return args.handler(client, args, output)
+    except CliError as error:
+        output.error(error.code, error.message)
+        return error.exit_code
+    except KeyboardInterrupt:
+        output.note("deepcite: interrupted")
+        return EXIT_INTERRUPTED
+
+
+def build_parser() -> argparse.ArgumentParser:
+    # SUPPRESS keeps a subcommand from overwriting --url/--token given before it.
+    connection = argparse.ArgumentParser(add_help=False, argument_default=argparse.SUPPRESS)
+    connection.add_argument("--url", help=f"the server, e.g. http://127.0.0.1:8000 (default: ${ENV_URL})")
+    connection.add_argument("--token", help=f"an API token, dc_… (default: ${ENV_TOKEN})")
+
+    waiting = argparse.ArgumentParser(add_help=False)
+    waiting.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    waiting.add_argument(
+        "--output", metavar="FILE", type=Path, help="also write the report's markdown to FILE"
+    )
+    waiting.add_argument(
+        "--timeout",
+        metavar="S",
+        type=_positive_float,
+        help="stop waiting after S seconds (exit 3); the server run goes on (default: wait to the end)",
+    )
+    waiting.add_argument(
+        "--poll",
+        metavar="S",
+        type=_positive_float,
+        default=DEFAULT_POLL_SECONDS,
+        help="seconds between polls",
+    )
+
+    parser = argparse.ArgumentParser(
+        prog="deepcite",
+        description="Deep research over your Deepcite corpora, from the command line.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        parents=[connection],
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    research = _command(
+        commands,
+        "research",
+        cmd_research,
+        [connection, waiting],
+        help="start a research run and wait for its report",
+        description="Start a research run on a corpus and wait for the cited report, with progress on "
+        "stderr. The run happens on the server: if the client times out or is interrupted, it goes on, and "
+        "`deepcite resume ID` picks up the wait.",
+    )
+    research.add_argument("prompt", help="the research question or brief")
+    research.add_argument(
+        "--corpus",
+        required=True,
+        metavar="ID",
+        help="a corpus id as `deepcite corpora` prints it (or its number)",
+    )
+    research.add_argument("--depth", type=str.lower, choices=DEPTHS, help="default: standard")
+    research.add_argument("--rubric", help="what a good report must cover")
+    research.add_argument("--title", help="default: the prompt's first line")
+    research.add_argument("--max-steps", type=_positive_int, metavar="N", help="model requests allowed")
+    research.add_argument(
+        "--task-id-only", action="store_true", help="print the new report's id and return without waiting"
+    )
+
+    resume = _command(
+        commands,
+        "resume",
+        cmd_resume,
+        [connection, waiting],
+        help="wait for an existing report to end",
+        description="Wait for an existing report until it ends, with the same output and exit codes as "
+        "`research` (this is what a timed-out `research` points to). A report that already ended is "
+        "printed at once. Restarting a failed or cancelled run is not available yet: it arrives with "
+        "the durable-runs issue (checkpoint/resume).",
+    )
+    resume.add_argument("id", help="a report id (as `research` and `list` print it, or its number)")
+
+    listing = _command(
+        commands,
+        "list",
+        cmd_list,
+        [connection],
+        help="your most recent reports",
+        description="Your latest reports.",
+    )
+    listing.add_argument(
+        "n",
+        nargs="?",
+        type=_positive_int,
+        default=DEFAULT_LIST_SIZE,
+        help=f"how many (default {DEFAULT_LIST_SIZE})",
+    )
+    listing.add_argument("--json", action="store_true", help="print a JSON array")
+
+    cancel = _command(
+        commands,
+        "cancel",
+        cmd_cancel,
+        [connection],
+        help="cancel a queued or running report",
+        description="Cancel a report: a queued one ends at once; a running one stops at its next step "
+        "and keeps its findings.",
+    )
+    cancel.add_argument("id", help="a report id (or its number)")
+    cancel.add_argument("--json", action="store_true", help="print {task_id, status}")
+
+    corpora = _command(
+        commands,
+        "corpora",
+        cmd_corpora,
+        [connection],
+        help="the corpora you can research",
+        description="Your corpora.",
+    )
+    corpora.add_argument("--json", action="store_true", help="print a JSON array")
+    return parser
+
+
+def _command(
+    commands: Any, name: str, handler: Command, parents: list, **kwargs: Any
+) -> argparse.ArgumentParser:
+    # The raw formatter keeps the epilog's lines; descriptions are wrapped here instead.
+    kwargs["description"] = textwrap.fill(kwargs["description"], width=90)
+    command = commands.add_parser(
+        name, parents=parents, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter, **kwargs
+    )
+    command.set_defaults(handler=handler)
+    return command
+
+
+def _positive_float(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = float("nan")
+    if not number > 0 or number == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {value!r}")
+    return number
+
+
+def _positive_int(value: str) -> int:
+    if not value.isascii() or not value.isdigit() or int(value) < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {value!r}")
+    return int(value)
+
+
+def _client(args: argparse.Namespace) -> GraphQLClient:
+    url = (getattr(args, "url", None) or os.environ.get(ENV_URL, "")).strip()
+    token = (getattr(args, "token", None) or os.environ.get(ENV_TOKEN, "")).strip()
+    if not url:
+        raise UsageError(
+            "missing_url", f"no server URL: set {ENV_URL} or pass --url (e.g. http://127.0.0.1:8000)"
+        )
+    if not token:
+        raise UsageError("missing_token", f"no API token: set {ENV_TOKEN} or pass --token")
+    return GraphQLClient(url=url, token=token)
+
+
+# --- Commands -------------------------------------------------------------------------------
+def cmd_research(client: GraphQLClient, args: argparse.Namespace, output: Output) -> int:
+    deadline = _deadline(args.timeout)
+    variables: dict[str, Any] = {"corpusId": global_id(args.corpus, "Corpus"), "prompt": args.prompt}
+    if args.title is not None:
+        variables["title"] = args.title
+    if args.depth is not None:
+        variables["depth"] = args.depth.upper()
+    if args.max_steps is not None:
+        variables["maxSteps"] = args.max_steps
+    if args.rubric is not None:
+        variables["rubric"] = args.rubric
+    report = client.mutate(queries.START_REPORT, variables, "startResearchReport")["report"]
+    if args.task_id_only:
+        output.line(report["id"])
+        return EXIT_DONE
+    output.note(f"started report {report['id']}: {report['title']}")
+    return _follow(client, report, args, output, deadline)
+
+
+def cmd_resume(client: GraphQLClient, args: argparse.Namespace, output: Output) -> int:
+    deadline = _deadline(args.timeout)
+    report = _report(client, global_id(args.id, "ResearchReport"), queries.REPORT_PROGRESS)
+    return _follow(client, report, args, output, deadline)
+
+
+def cmd_list(client: GraphQLClient, args: argparse.Namespace, output: Output) -> int:
+    reports = _paginate(client, queries.REPORTS, "researchReports", args.n)
+    if args.json:
+        output.json([report_list_json(r) for r in reports])
+    elif reports:
+        output.table(reports_table(reports))
+    else:
+        output.note('no reports yet: start one with `deepcite research "prompt" --corpus ID`')
+    return EXIT_DONE
+
+
+def cmd_cancel(client: GraphQLClient, args: argparse.Namespace, output: Output) -> int:
+    payload = client.mutate(
+        queries.CANCEL_REPORT, {"id": global_id(args.id, "ResearchReport")}, "cancelResearchReport"
+    )
+    report = payload["report"]
+    if args.json:
+        output.json({"task_id": report["id"], "status": report["status"]})
+    elif report["status"] == "CANCELLING":
+        output.line(f"{report['id']}: cancelling (the run stops at its next step and keeps its findings)")
+    else:
+        output.line(f"{report['id']}: {report['status'].lower()}")
+    return EXIT_DONE
+
+
+def cmd_corpora(client: GraphQLClient, args: argparse.Namespace, output: Output) -> int:
+    corpora = _paginate(client, queries.CORPORA, "corpora", None)
+    if args.json:
+        output.json([corpus_json(c) for c in corpora])
+    elif corpora:
+        output.table(corpora_table(corpora))
+    else:
+        output.note("no corpora yet: ingest documents with `manage.py ingest PATH --corpus NAME`")
+    return EXIT_DONE
+
+
+# --- Waiting for a run ----------------------------------------------------------------------
+def _deadline(timeout: float | None) -> float | None:
+    return None if timeout is None else time.monotonic() + timeout
+
+
+def _follow(
+    client: GraphQLClient,
+    report: dict[str, Any],
+    args: argparse.Namespace,
+    output: Output,
+    deadline: float | None,
+) -> int:
+    """Wait for the report to end (or the deadline), then print it the way the flags ask."""
+    report_id = report["id"]
+    resume_hint = f"resume waiting with: deepcite resume {report_id}"
+    try:
+        report, ended = _wait(client, report, poll=args.poll, deadline=deadline, output=output)
+    except KeyboardInterrupt:
+        output.note(f"deepcite: interrupted; report {report_id} keeps running on the server; {resume_hint}")
+        return EXIT_INTERRUPTED
+    if not ended:
+        output.note(
+            f"deepcite: [timeout] stopped waiting after {args.timeout:g} s; report {report_id} was still "
+            f"{report['status'].lower()} and keeps running on the server; {resume_hint}"
+        )
+        if args.json:
+            output.json(report_json(report))
+        return EXIT_TIMED_OUT
+
+    full = _report(client, report_id, queries.REPORT)
+    if args.output is not None:
+        _write(args.output, full["content"], output)
+    if args.json:
+        output.json(report_json(full))
+    elif full["content"]:
+        output.markdown(full["content"])
+    summary = f"report {report_id} {full['status'].lower()}"
+    if full["durationSeconds"] is not None:
+        summary += f" in {full['durationSeconds']:.1f} s"
+    citations = len(full["citations"])
+    summary += f", {citations} citation{'' if citations == 1 else 's'}: {client.base_url}{full['url']}"
+    output.note(summary)
+    if full["status"] == "COMPLETED":
+        return EXIT_DONE
+    if full["error"]:
+        output.error(f"report_{full['status'].lower()}", full["error"])
+    return EXIT_FAILED
+
+
+def _wait(
+    client: GraphQLClient, report: dict[str, Any], *, poll: float, deadline: float | None, output: Output
+) -> tuple[dict[str, Any], bool]:
+    """The last state seen, and whether the report has ended (False: the deadline came first)."""
+    failures = 0
+    with ProgressView(output) as view:
+        view.update(report)
+        while report["status"] not in TERMINAL_STATUSES:
+            now = time.monotonic()
+            if deadline is not None and now >= deadline:
+                return report, False
+            time.sleep(poll if deadline is None else min(poll, deadline - now))
+            try:
+                report = _report(client, report["id"], queries.REPORT_PROGRESS)
+            except CliError as error:
+                # A server restart or a dropped connection should not end a long wait.
+                if not error.transient or failures >= POLL_TRANSIENT_RETRIES:
+                    raise
+                failures += 1
+                view.retrying(f"[{error.code}] {error.message}")
+                continue
+            failures = 0
+            view.update(report)
+    return report, True
+
+
+def _report(client: GraphQLClient, report_id: str, query: str) -> dict[str, Any]:
+    report = client.execute(query, {"id": report_id})["researchReport"]
+    if report is None:
+        raise CliError("report_not_found", f"report {report_id} not found")
+    return report
+
+
+def _paginate(client: GraphQLClient, query: str, field: str, limit: int | None) -> list[dict[str, Any]]:
+    nodes: list[dict[str, Any]] = []
+    after = None
+    while limit is None or len(nodes) < limit:
+        first = PAGE_SIZE_MAX if limit is None else min(PAGE_SIZE_MAX, limit - len(nodes))
+        connection = client.execute(query, {"first": first, "after": after})[field]
+        nodes.extend(edge["node"] for edge in connection["edges"] if edge and edge.get("node"))
+        if not connection["pageInfo"]["hasNextPage"]:
+            break
+        after = connection["pageInfo"]["endCursor"]
+    return nodes
+
+
+def _write(path: Path, content: str, output: Output) -> None:
+    try:
+        path.write_text(content, encoding="utf-8")
+    except OSError as exc:
+        raise CliError("output_failed", f"cannot write {path}: {exc.strerror or exc}") from exc
+    output.note(f"wrote {path}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,336 @@
+"""The `deepcite` CLI as users run it: a real subprocess talking HTTP to a live server that runs
+research in its own thread pool, on the test database."""
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from accounts.services import api_token_create
+from config.graphql.ids import decode_id, encode_id
+from corpora.models import Document, Passage
+from corpora.services import corpus_create
+from research.models import ReportStatus, ResearchReport
+from tasks.research import in_process_pool
+from tests.factories import ingest_samples
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+REPO = Path(__file__).resolve().parents[2]
+PROMPT = "What limits the liability of the supplier?\nWhen can the licence agreement be terminated?"
+REPORT_JSON_FIELDS = {"task_id", "status", "depth", "result", "duration_seconds", "retry_count", "citations"}
+CITATION_FIELDS = {
+    "footnote",
+    "passage_id",
+    "document_id",
+    "document_title",
+    "source_name",
+    "page",
+    "quote",
+    "start",
+    "end",
+}
+
+
+@pytest.fixture(autouse=True)
+def _research_threads_end(transactional_db):
+    # Runs the CLI started go on in this process's pool after the CLI exits: let them end before
+    # the database is flushed under them.
+    yield
+    assert in_process_pool.wait(timeout=60)
+
+
+@pytest.fixture
+def token(user) -> str:
+    return api_token_create(user=user, name="cli").secret
+
+
+@pytest.fixture
+def samples(user):
+    corpus = corpus_create(creator=user, name="Samples")
+    ingest_samples(corpus)
+    return corpus
+
+
+def deepcite(*args: str, url: str | None, token: str | None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("DEEPCITE_URL", "DEEPCITE_TOKEN")}
+    if url is not None:
+        env["DEEPCITE_URL"] = url
+    if token is not None:
+        env["DEEPCITE_TOKEN"] = token
+    return subprocess.run(  # noqa: S603 (our own command, fixed arguments)
+        [sys.executable, "-m", "cli.main", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        timeout=90,
+        check=False,
+    )
+
+
+def queued_report(user, corpus, title: str = "Waiting for a worker") -> ResearchReport:
+    """A report as a deployment with a broker has it before a worker takes it: QUEUED, budgets set.
+    Made with the ORM rather than report_start: with no broker, report_start hands the run to this
+    process's thread pool, which takes it within milliseconds, so a report that must stay QUEUED
+    for the whole test cannot deterministically come from there."""
+    return ResearchReport.objects.create(
+        corpus=corpus,
+        creator=user,
+        title=title,
+        slug=f"waiting-{uuid.uuid4().hex[:8]}",
+        prompt=title,
+        max_steps=25,
+        max_tool_calls=25,
+        token_limit=10_000,
+        time_limit_seconds=60,
+    )
+
+
+def test_corpora_json_lists_the_users_corpora(live_server, token, samples):
+    result = deepcite("corpora", "--json", url=live_server.url, token=token)
+
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == [
+        {
+            "id": encode_id("Corpus", samples.pk),
+            "name": "Samples",
+            "documents": 2,
+            "passages": Passage.objects.filter(corpus=samples).count(),
+        }
+    ]
+
+
+def test_corpora_table_shows_each_corpus(live_server, token, samples):
+    result = deepcite("corpora", url=live_server.url, token=token)
+
+    assert result.returncode == 0, result.stderr
+    assert encode_id("Corpus", samples.pk) in result.stdout
+    assert "Samples" in result.stdout
+
+
+def test_research_json_waits_for_the_cited_report_and_resume_prints_it_again(
+    live_server, token, samples, tmp_path
+):
+    output_file = tmp_path / "report.md"
+
+    result = deepcite(
+        "research",
+        PROMPT,
+        "--corpus",
+        encode_id("Corpus", samples.pk),
+        "--depth",
+        "shallow",
+        "--json",
+        "--poll",
+        "0.2",
+        "--output",
+        str(output_file),
+        url=live_server.url,
+        token=token,
+    )
+
+    assert result.returncode == 0, result.stderr
+    body = json.loads(result.stdout)
+    assert set(body) == REPORT_JSON_FIELDS
+    report = ResearchReport.objects.get(pk=decode_id(body["task_id"], "ResearchReport"))
+    assert report.status == ReportStatus.COMPLETED
+    assert (body["status"], body["depth"], body["retry_count"]) == ("COMPLETED", "shallow", 0)
+    assert body["result"] == report.content
+    assert isinstance(body["duration_seconds"], float)
+    assert len(body["citations"]) == len(report.citations) > 0
+    for citation in body["citations"]:
+        assert set(citation) == CITATION_FIELDS
+        document = Document.objects.get(pk=decode_id(citation["document_id"], "Document"))
+        assert document.text[citation["start"] : citation["end"]] == citation["quote"]
+    assert output_file.read_text(encoding="utf-8") == report.content
+
+    # Resuming a report that has ended prints it at once, as research did.
+    resumed = deepcite("resume", body["task_id"], "--json", url=live_server.url, token=token)
+
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout) == body
+
+
+def test_task_id_only_prints_the_id_without_waiting_and_resume_waits_for_the_end(live_server, token, samples):
+    started = deepcite(
+        "research", PROMPT, "--corpus", str(samples.pk), "--task-id-only", url=live_server.url, token=token
+    )
+
+    assert started.returncode == 0, started.stderr
+    # Only the id on stdout, and no progress at all on stderr: it did not wait.
+    assert started.stderr == ""
+    task_id = started.stdout.removesuffix("\n")
+    assert "\n" not in task_id
+    report_pk = decode_id(task_id, "ResearchReport")
+    assert ResearchReport.objects.filter(pk=report_pk, corpus=samples).exists()
+
+    resumed = deepcite("resume", task_id, "--json", "--poll", "0.2", url=live_server.url, token=token)
+
+    assert resumed.returncode == 0, resumed.stderr
+    body = json.loads(resumed.stdout)
+    assert (body["task_id"], body["status"]) == (task_id, "COMPLETED")
+    assert body["result"] == ResearchReport.objects.get(pk=report_pk).content
+
+
+def test_research_timeout_exits_3_with_a_resume_hint_and_the_run_goes_on(live_server, token, samples):
+    # The client's 1 ms budget is spent by the start request itself, so the report it gets back is
+    # still QUEUED when the deadline is checked.
+    result = deepcite(
+        "research",
+        PROMPT,
+        "--corpus",
+        str(samples.pk),
+        "--timeout",
+        "0.001",
+        "--json",
+        url=live_server.url,
+        token=token,
+    )
+
+    assert result.returncode == 3, result.stderr
+    body = json.loads(result.stdout)
+    assert set(body) == REPORT_JSON_FIELDS
+    assert body["status"] == "QUEUED"
+    assert (body["result"], body["citations"]) == ("", [])
+    assert "[timeout]" in result.stderr
+    assert f"deepcite resume {body['task_id']}" in result.stderr
+    # The client's timeout does not stop the server's run.
+    assert in_process_pool.wait(timeout=60)
+    report = ResearchReport.objects.get(pk=decode_id(body["task_id"], "ResearchReport"))
+    assert report.status == ReportStatus.COMPLETED
+
+
+def test_resume_times_out_on_a_report_no_worker_has_taken(live_server, token, user, samples):
+    report = queued_report(user, samples)
+    task_id = encode_id("ResearchReport", report.pk)
+
+    result = deepcite(
+        "resume", task_id, "--timeout", "0.5", "--poll", "0.1", url=live_server.url, token=token
+    )
+
+    assert result.returncode == 3
+    assert result.stdout == ""
+    assert result.stderr.splitlines()[-1] == (
+        f"deepcite: [timeout] stopped waiting after 0.5 s; report {task_id} was still queued and keeps "
+        f"running on the server; resume waiting with: deepcite resume {task_id}"
+    )
+    report.refresh_from_db()
+    assert report.status == ReportStatus.QUEUED
+
+
+def test_cancel_ends_a_queued_report_and_a_second_cancel_is_refused(live_server, token, user, samples):
+    report = queued_report(user, samples)
+    task_id = encode_id("ResearchReport", report.pk)
+
+    result = deepcite("cancel", task_id, "--json", url=live_server.url, token=token)
+
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"task_id": task_id, "status": "CANCELLED"}
+    report.refresh_from_db()
+    assert report.status == ReportStatus.CANCELLED
+
+    again = deepcite("cancel", str(report.pk), url=live_server.url, token=token)
+
+    assert again.returncode == 1
+    assert again.stderr == "deepcite: [report_not_cancellable] the report is already cancelled (id)\n"
+
+
+def test_list_json_prints_the_latest_n_reports(live_server, token, user, samples):
+    oldest = queued_report(user, samples, title="First")
+    ResearchReport.objects.filter(pk=oldest.pk).update(status=ReportStatus.CANCELLED)
+    middle = queued_report(user, samples, title="Second")
+    ResearchReport.objects.filter(pk=middle.pk).update(status=ReportStatus.CANCELLED)
+    newest = queued_report(user, samples, title="Third")
+
+    result = deepcite("list", "2", "--json", url=live_server.url, token=token)
+
+    assert result.returncode == 0, result.stderr
+    reports = json.loads(result.stdout)
+    assert [(r["task_id"], r["status"], r["title"]) for r in reports] == [
+        (encode_id("ResearchReport", newest.pk), "QUEUED", "Third"),
+        (encode_id("ResearchReport", middle.pk), "CANCELLED", "Second"),
+    ]
+    assert set(reports[0]) == {
+        "task_id",
+        "status",
+        "depth",
+        "title",
+        "created",
+        "duration_seconds",
+        "corpus_id",
+    }
+    assert reports[0]["corpus_id"] == encode_id("Corpus", samples.pk)
+
+
+def test_list_table_shows_the_reports(live_server, token, user, samples):
+    report = queued_report(user, samples, title="Third")
+
+    result = deepcite("list", url=live_server.url, token=token)
+
+    assert result.returncode == 0, result.stderr
+    assert encode_id("ResearchReport", report.pk) in result.stdout
+    assert "queued" in result.stdout
+
+
+def test_a_bad_token_exits_1_with_invalid_token(live_server, token, samples):
+    result = deepcite("corpora", url=live_server.url, token="dc_not-a-real-token")
+
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr == ("deepcite: [invalid_token] the API token is missing, unknown or revoked\n")
+
+
+def test_the_token_flag_overrides_the_environment(live_server, token, samples):
+    result = deepcite("--token", token, "corpora", "--json", url=live_server.url, token="dc_wrong")
+
+    assert result.returncode == 0, result.stderr
+    assert [c["name"] for c in json.loads(result.stdout)] == ["Samples"]
+
+
+def test_a_missing_token_is_a_usage_error(live_server, samples):
+    result = deepcite("corpora", url=live_server.url, token=None)
+
+    assert result.returncode == 2
+    assert result.stderr.startswith("deepcite: [missing_token] ")
+
+
+def test_a_missing_url_is_a_usage_error(token):
+    result = deepcite("corpora", url=None, token=token)
+
+    assert result.returncode == 2
+    assert result.stderr.startswith("deepcite: [missing_url] ")
+
+
+def test_bad_arguments_are_a_usage_error(live_server, token):
+    result = deepcite("research", "no corpus given", url=live_server.url, token=token)
+
+    assert result.returncode == 2
+    assert "--corpus" in result.stderr
+
+
+def test_an_unknown_corpus_exits_1_with_corpus_not_found(live_server, token, samples):
+    result = deepcite("research", PROMPT, "--corpus", "999999", url=live_server.url, token=token)
+
+    assert result.returncode == 1
+    assert result.stderr.startswith("deepcite: [corpus_not_found] ")
+    assert result.stderr.count("\n") == 1
+    assert not ResearchReport.objects.exists()
+
+
+def test_resume_of_an_unknown_report_exits_1(live_server, token, samples):
+    result = deepcite("resume", encode_id("ResearchReport", 999999), url=live_server.url, token=token)
+
+    assert result.returncode == 1
+    assert result.stderr.startswith("deepcite: [report_not_found] ")
+
+
+def test_an_unreachable_server_exits_1_with_connection_failed(token):
+    result = deepcite("corpora", url="http://127.0.0.1:9", token=token)
+
+    assert result.returncode == 1
+    assert result.stderr.startswith("deepcite: [connection_failed] cannot reach http://127.0.0.1:9/graphql")
