@@ -125,11 +125,11 @@ def build_parser() -> argparse.ArgumentParser:
         "resume",
         cmd_resume,
         [connection, waiting],
-        help="wait for an existing report to end",
-        description="Wait for an existing report until it ends, with the same output and exit codes as "
-        "`research` (this is what a timed-out `research` points to). A report that already ended is "
-        "printed at once. Restarting a failed or cancelled run is not available yet: it arrives with "
-        "the durable-runs issue (checkpoint/resume).",
+        help="wait for a report to end; restart a failed or cancelled one",
+        description="Wait for a report until it ends, with the same output and exit codes as `research` "
+        "(this is what a timed-out `research` points to). A FAILED or CANCELLED report is first resumed "
+        "on the server (resumeResearchReport): it continues from its findings with a fresh budget and "
+        "keeps its id. A COMPLETED report is printed at once.",
     )
     resume.add_argument("id", help="a report id (as `research` and `list` print it, or its number)")
 
@@ -236,7 +236,11 @@ def cmd_research(client: GraphQLClient, args: argparse.Namespace, output: Output
 
 def cmd_resume(client: GraphQLClient, args: argparse.Namespace, output: Output) -> int:
     deadline = _deadline(args.timeout)
-    report = _report(client, global_id(args.id, "ResearchReport"), queries.REPORT_PROGRESS)
+    report_id = global_id(args.id, "ResearchReport")
+    report = _report(client, report_id, queries.REPORT_PROGRESS)
+    if report["status"] in ("FAILED", "CANCELLED"):
+        report = client.mutate(queries.RESUME_REPORT, {"id": report_id}, "resumeResearchReport")["report"]
+        output.note(f"resumed report {report['id']} from its findings")
     return _follow(client, report, args, output, deadline)
 
 

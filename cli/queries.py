@@ -41,6 +41,18 @@ mutation Cancel($id: ID!) {
     + PROGRESS_FIELDS
 )
 
+RESUME_REPORT = (
+    """
+mutation Resume($id: ID!) {
+  resumeResearchReport(id: $id) {
+    report { ...ProgressFields }
+    errors { field message code }
+  }
+}
+"""
+    + PROGRESS_FIELDS
+)
+
 REPORT_PROGRESS = (
     """
 query Progress($id: ID!) { researchReport(id: $id) { ...ProgressFields } }

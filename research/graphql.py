@@ -16,7 +16,7 @@ from corpora.selectors import corpus_get_for_user
 from research.constants import DEPTH_PRESETS
 from research.models import ReportStatus, ResearchReport
 from research.selectors import report_list
-from research.services import report_cancel, report_start
+from research.services import report_cancel, report_resume, report_start
 
 ReportStatusEnum = graphene.Enum("ResearchReportStatus", [(s, s) for s in ReportStatus.values])
 ReportDepthEnum = graphene.Enum("ResearchDepth", [(d.upper(), d) for d in DEPTH_PRESETS])
@@ -231,6 +231,19 @@ class CancelResearchReport(BaseMutation):
         return {"report": report_cancel(user=user, report_id=decode_id(id, "ResearchReport"))}
 
 
+class ResumeResearchReport(BaseMutation):
+    report = graphene.Field(ResearchReportNode)
+
+    class Arguments:
+        id = graphene.ID(required=True)
+
+    @classmethod
+    def perform(cls, root, info, id):
+        user = require_user(info)
+        return {"report": report_resume(user=user, report_id=decode_id(id, "ResearchReport"))}
+
+
 class ResearchMutation(graphene.ObjectType):
     start_research_report = StartResearchReport.Field()
     cancel_research_report = CancelResearchReport.Field()
+    resume_research_report = ResumeResearchReport.Field()

@@ -240,6 +240,21 @@ def test_cancel_ends_a_queued_report_and_a_second_cancel_is_refused(live_server,
     assert again.stderr == "deepcite: [report_not_cancellable] the report is already cancelled (id)\n"
 
 
+def test_resume_restarts_a_cancelled_report_which_then_completes(live_server, token, user, samples):
+    report = queued_report(user, samples)
+    assert deepcite("cancel", str(report.pk), url=live_server.url, token=token).returncode == 0
+
+    result = deepcite("resume", str(report.pk), "--json", "--timeout", "60", url=live_server.url, token=token)
+
+    assert result.returncode == 0, result.stderr
+    printed = json.loads(result.stdout)
+    assert printed["task_id"] == encode_id("ResearchReport", report.pk)
+    assert printed["status"] == "COMPLETED"
+    assert "resumed report" in result.stderr
+    report.refresh_from_db()
+    assert report.status == ReportStatus.COMPLETED and "resumed" in report.warnings
+
+
 def test_list_json_prints_the_latest_n_reports(live_server, token, user, samples):
     oldest = queued_report(user, samples, title="First")
     ResearchReport.objects.filter(pk=oldest.pk).update(status=ReportStatus.CANCELLED)
