@@ -2,21 +2,27 @@
 the plan and findings, and `finalize_report` as its output. Report, corpus and user come from
 the deps, never from the model; every tool call is logged on the report."""
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any, Literal
 
 from asgiref.sync import sync_to_async
+from django.db import DatabaseError
 from pydantic import BaseModel, Field
 from pydantic_ai import Agent, RunContext, ToolOutput
 
 from config.exceptions import ApplicationError
 from corpora.constants import NEIGHBOURS_MAX_WINDOW
+from corpora.exceptions import EmbeddingUnavailable
 from corpora.models import Corpus, Passage
 from corpora.selectors import document_list, passage_exact_search, passage_neighbours, passage_search
+from llms.breaker import breakers
 from llms.prompts import RESEARCH_INSTRUCTIONS
-from research.services import ToolCall, finding_record, report_plan_record, report_tool_call_record
+from research.services import LeaseLost, ToolCall, finding_record, report_plan_record, report_tool_call_record
+
+logger = logging.getLogger(__name__)
 
 SEARCH_TOP_K_MAX = 20
 PLAN_MAX_QUESTIONS = 12
@@ -184,14 +190,33 @@ async def _retrieval(
     """Run a retrieval in the caller's database thread, add what it returned to the run's
     accumulator (the only ids a finding may cite) and log the call, in one write."""
     deps = ctx.deps
+    breaker = breakers.for_endpoint(f"{tool}:{arguments.get('mode', '')}")
 
     def work() -> dict[str, Any] | str:
         started = perf_counter()
+        if not breaker.allow():
+            _log(deps, ToolCall(tool, arguments, 0.0, "error: circuit_open"))
+            return (
+                f"error[circuit_open]: {tool} is failing repeatedly and is paused for a minute; "
+                "use another tool or mode, or finalize with the findings you have"
+            )
         try:
             passages = run()
         except ApplicationError as exc:
+            if isinstance(exc, EmbeddingUnavailable):  # a dependency down, not a bad request
+                breaker.record_failure()
             _log(deps, ToolCall(tool, arguments, _ms(started), f"error: {exc.code}"))
             return f"error[{exc.code}]: {exc.message}"
+        except (DatabaseError, LeaseLost):
+            raise  # the run's own storage: retried from the checkpoint, not by the model
+        except Exception as exc:  # a failing dependency (an embedding endpoint, say)
+            breaker.record_failure()
+            logger.warning("%s failed: %s", tool, exc)
+            _log(deps, ToolCall(tool, arguments, _ms(started), f"error: tool_failed: {type(exc).__name__}"))
+            return (
+                f"error[tool_failed]: {tool} failed ({type(exc).__name__}); try again, another tool or mode"
+            )
+        breaker.record_success()
         elapsed = _ms(started)
         ids = [p.pk for p in passages]
         report = report_tool_call_record(

@@ -1,0 +1,62 @@
+import pytest
+
+from corpora.services import passage_embed_pending
+from llms.breaker import CircuitBreaker, breakers
+from llms.research_agent import research_agent
+from research.models import ResearchReport
+from research.run import report_run
+from tests.embedding_server import EmbeddingServer
+from tests.research.scripts import call, scripted
+
+
+@pytest.fixture(autouse=True)
+def _fresh_breakers():
+    breakers.clear()
+    yield
+    breakers.clear()
+
+
+def test_five_failures_within_the_window_open_the_circuit_for_a_while():
+    breaker = CircuitBreaker(failures=5, window=60, cooldown=60)
+    for second in range(4):
+        breaker.record_failure(now=100 + second)
+    assert breaker.allow(now=104)
+    breaker.record_failure(now=104)
+    assert not breaker.allow(now=105)
+    assert not breaker.allow(now=163)
+    assert breaker.allow(now=164.5)
+
+
+def test_failures_spread_beyond_the_window_do_not_open_it():
+    breaker = CircuitBreaker(failures=5, window=60, cooldown=60)
+    for minute in range(5):
+        breaker.record_failure(now=100 + 61 * minute)
+    assert breaker.allow(now=400)
+
+
+def test_a_dead_embedding_endpoint_opens_the_circuit_and_the_model_is_told(report, settings):
+    seen = {}
+
+    def dense_search_again_and_again(returns):
+        seen.update(returns)
+        index = len(returns)
+        if index < 7:
+            return [call("search_passages", f"s{index}", query="liability", mode="dense")]
+        return [call("finalize_report", "final", markdown="# Nothing found")]
+
+    with EmbeddingServer() as server:
+        settings.EMBEDDING_BACKEND = "openai"
+        settings.EMBEDDING_URL = server.url
+        assert passage_embed_pending(corpus=report.corpus) > 0  # the passages have vectors
+        server.fail_with = 503  # then the endpoint goes down: query embeddings fail
+        server.requests.clear()
+        with research_agent.override(model=scripted(dense_search_again_and_again)):
+            report_run(report_id=report.pk)
+        attempts = len(server.requests)
+
+    outcomes = [seen[f"s{i}"] for i in range(7)]
+    assert all(o.startswith("error[embedding_unavailable]") for o in outcomes[:5])
+    assert all(o.startswith("error[circuit_open]") for o in outcomes[5:])
+    assert attempts == 5  # the endpoint was left alone once the circuit opened
+    log = ResearchReport.objects.get(pk=report.pk).tool_call_log
+    assert [e["outcome"] for e in log[-2:]] == ["error: circuit_open", "error: circuit_open"]
