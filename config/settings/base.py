@@ -109,6 +109,9 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Redis hands an unacknowledged task to another worker after this long: longer than any run
+# (the time limit plus grace), and a second delivery of a live run is refused by its lease.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 2 * 3600)}
 
 # --- Retrieval ------------------------------------------------------------------------------
 # "minilm" (bundled all-MiniLM-L6-v2, CPU), "openai" (an OpenAI-compatible /v1/embeddings

@@ -14,12 +14,12 @@ import redis
 from django.core.management import call_command
 from django.db import connection
 
-from config.celery_app import app as celery_app
 from corpora.models import Document
 from corpora.services import cli_user_ensure, corpus_create
 from research.models import ReportStatus, ResearchReport
 from research.services import report_start
 from tests.factories import ingest_samples
+from tests.integration.workers import broker_for_this_process
 
 ROOT = Path(__file__).resolve().parents[2]
 BROKER_URL = os.environ.get("DEEPCITE_TEST_BROKER_URL", "redis://127.0.0.1:6379/14")
@@ -43,10 +43,8 @@ def broker(settings):
         pytest.skip(f"needs Redis at {BROKER_URL}")
     redis.Redis.from_url(BROKER_URL).flushdb()
     settings.CELERY_BROKER_URL = BROKER_URL
-    previous = celery_app.conf.broker_url
-    celery_app.conf.broker_url = BROKER_URL
-    yield BROKER_URL
-    celery_app.conf.broker_url = previous
+    with broker_for_this_process(BROKER_URL):
+        yield BROKER_URL
     redis.Redis.from_url(BROKER_URL).flushdb()
 
 
