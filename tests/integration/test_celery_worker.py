@@ -38,7 +38,7 @@ def _redis_up() -> bool:
 @pytest.fixture
 def broker(settings):
     if connection.vendor != "postgresql":
-        pytest.skip("needs PostgreSQL: a worker process cannot share the in-memory SQLite test database")
+        pytest.skip("runs on PostgreSQL (the CI pass with DATABASE_URL), where the worker processes share the test database")
     if not _redis_up():
         pytest.skip(f"needs Redis at {BROKER_URL}")
     redis.Redis.from_url(BROKER_URL).flushdb()
