@@ -38,7 +38,9 @@ def _redis_up() -> bool:
 @pytest.fixture
 def broker(settings):
     if connection.vendor != "postgresql":
-        pytest.skip("runs on PostgreSQL (the CI pass with DATABASE_URL), where the worker processes share the test database")
+        pytest.skip(
+            "runs on PostgreSQL (the CI pass with DATABASE_URL), where the worker processes share the test database"
+        )
     if not _redis_up():
         pytest.skip(f"needs Redis at {BROKER_URL}")
     redis.Redis.from_url(BROKER_URL).flushdb()

@@ -60,7 +60,9 @@ class SlowResearcher:
 
 def _services_or_skip() -> None:
     if connection.vendor != "postgresql":
-        pytest.skip("runs on PostgreSQL (the CI pass with DATABASE_URL), where the worker processes share the test database")
+        pytest.skip(
+            "runs on PostgreSQL (the CI pass with DATABASE_URL), where the worker processes share the test database"
+        )
     try:
         redis.Redis.from_url(BROKER_URL, socket_connect_timeout=1).ping()
     except redis.RedisError:
