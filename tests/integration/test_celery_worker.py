@@ -39,7 +39,7 @@ def _redis_up() -> bool:
 def broker(settings):
     if connection.vendor != "postgresql":
         pytest.skip(
-            "runs on PostgreSQL (the CI pass with DATABASE_URL), where the worker processes share the test database"
+            "runs on PostgreSQL (the CI pass with DATABASE_URL): worker processes share its test database"
         )
     if not _redis_up():
         pytest.skip(f"needs Redis at {BROKER_URL}")

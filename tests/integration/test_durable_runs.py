@@ -61,7 +61,7 @@ class SlowResearcher:
 def _services_or_skip() -> None:
     if connection.vendor != "postgresql":
         pytest.skip(
-            "runs on PostgreSQL (the CI pass with DATABASE_URL), where the worker processes share the test database"
+            "runs on PostgreSQL (the CI pass with DATABASE_URL): worker processes share its test database"
         )
     try:
         redis.Redis.from_url(BROKER_URL, socket_connect_timeout=1).ping()
