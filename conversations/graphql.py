@@ -1,18 +1,23 @@
 """GraphQL types, queries and mutations for conversations and the corpus chat."""
 
 import graphene
+from django.db.models import Prefetch
 from graphene import relay
 from graphene.types.generic import GenericScalar
-from graphene_django import DjangoConnectionField, DjangoObjectType
+from graphene_django import DjangoObjectType
 
 from config.graphql.errors import BaseMutation, require_user
 from config.graphql.ids import decode_id
+from config.graphql.pagination import BoundedConnectionField
 from conversations.chat import ConversationNotFound, chat_turn
 from conversations.models import ChatMessage, Conversation, MessageRole
 from conversations.selectors import conversation_list
-from corpora.graphql import CorpusNode
+from conversations.services import MESSAGE_MAX_CHARS, MessageInvalid
+from corpora.graphql import CorpusNode, corpora_with_counts
 from corpora.selectors import corpus_get_for_user
 from research.graphql import ResearchReportNode
+
+MESSAGES_MAX = 100
 
 MessageRoleEnum = graphene.Enum("ChatMessageRole", [(r, r) for r in MessageRole.values])
 
@@ -48,19 +53,22 @@ class ConversationNode(DjangoObjectType):
 
     @classmethod
     def get_queryset(cls, queryset, info):
-        return queryset.filter(pk__in=conversation_list(user=info.context.user).values("pk")).select_related(
-            "corpus"
+        recent = ChatMessage.objects.order_by("-created", "-pk")[:MESSAGES_MAX]
+        return queryset.filter(
+            pk__in=conversation_list(user=info.context.user).values("pk")
+        ).prefetch_related(
+            corpora_with_counts(), Prefetch("messages", queryset=recent, to_attr="recent_messages")
         )
 
     def resolve_messages(self, info, last=None):
-        messages = self.messages.order_by("-created", "-pk")
-        limit = max(1, min(last or 100, 100))
-        return list(messages[:limit])[::-1]
+        limit = max(1, min(last or MESSAGES_MAX, MESSAGES_MAX))
+        # Prefetched newest first, at most MESSAGES_MAX a conversation: no query per conversation.
+        return self.recent_messages[:limit][::-1]
 
 
 class ConversationsQuery(graphene.ObjectType):
     conversation = graphene.Field(ConversationNode, id=graphene.ID(required=True))
-    conversations = DjangoConnectionField(ConversationNode, corpus_id=graphene.ID())
+    conversations = BoundedConnectionField(ConversationNode, corpus_id=graphene.ID())
 
     def resolve_conversation(root, info, id):
         pk = decode_id(id, "Conversation")
@@ -70,7 +78,8 @@ class ConversationsQuery(graphene.ObjectType):
         queryset = Conversation.objects.order_by("-updated", "-pk")
         if corpus_id is not None:
             queryset = queryset.filter(corpus_id=decode_id(corpus_id, "Corpus", field="corpus_id"))
-        return ConversationNode.get_queryset(queryset, info)
+        # The connection field applies ConversationNode.get_queryset (visibility, prefetches) once.
+        return queryset
 
 
 class SendChatMessage(BaseMutation):
@@ -94,6 +103,9 @@ class SendChatMessage(BaseMutation):
             conversation = conversation_list(user=user).filter(pk=pk, corpus=corpus).first()
             if conversation is None:
                 raise ConversationNotFound("conversation not found", field="conversation_id")
+        if len(content.strip()) > MESSAGE_MAX_CHARS:
+            # Checked before the turn, which would first create the new conversation.
+            raise MessageInvalid(f"a message is 1 to {MESSAGE_MAX_CHARS:,} characters", field="content")
         turn = chat_turn(user=user, corpus=corpus, content=content, conversation=conversation)
         return {
             "conversation": turn.conversation,

@@ -1,17 +1,26 @@
 """GraphQL types and queries for corpora, documents and passages."""
 
 import graphene
-from django.db.models import Count, IntegerField, OuterRef, Subquery
+from django.db.models import Count, IntegerField, OuterRef, Prefetch, Subquery
 from graphene import relay
-from graphene_django import DjangoConnectionField, DjangoObjectType
+from graphene_django import DjangoObjectType
 
 from config.graphql.ids import decode_id
+from config.graphql.pagination import BoundedConnectionField
 from corpora.models import Corpus, Document, Passage
 from corpora.selectors import corpus_list
 
 
 def _visible_corpus_ids(info) -> object:
     return corpus_list(user=info.context.user).values("pk")
+
+
+def corpora_with_counts() -> Prefetch:
+    """Prefetch for a `corpus` relation whose counts GraphQL may ask for: one query a page."""
+    return Prefetch(
+        "corpus",
+        queryset=Corpus.objects.annotate(_documents=_count_of(Document), _passages=_count_of(Passage)),
+    )
 
 
 def _count_of(model) -> Subquery:
@@ -36,42 +45,57 @@ class CorpusNode(DjangoObjectType):
             _documents=_count_of(Document), _passages=_count_of(Passage)
         )
 
+    # A corpus reached through a relation that was not prefetched with corpora_with_counts()
+    # (a passage's document's corpus, say) has no annotation: count it then.
     def resolve_document_count(self, info) -> int:
+        if not hasattr(self, "_documents"):
+            return Document.objects.filter(corpus_id=self.pk).count()
         return self._documents or 0
 
     def resolve_passage_count(self, info) -> int:
+        if not hasattr(self, "_passages"):
+            return Passage.objects.filter(corpus_id=self.pk).count()
         return self._passages or 0
 
 
 class DocumentNode(DjangoObjectType):
     file_type = graphene.String(required=True)
+    # Declared rather than converted: graphene-django resolves a converted foreign key to a type
+    # with get_queryset through get_node, one query per row. The document is visible, so its
+    # corpus is: the prefetched or joined one is returned as is.
+    corpus = graphene.Field(CorpusNode, required=True)
 
     class Meta:
         model = Document
         name = "Document"
         interfaces = (relay.Node,)
-        fields = ("title", "source_name", "page_count", "byte_size", "created", "corpus")
+        fields = ("title", "source_name", "page_count", "byte_size", "created")
 
     @classmethod
     def get_queryset(cls, queryset, info):
-        return queryset.filter(corpus_id__in=_visible_corpus_ids(info)).defer("text").select_related("corpus")
+        return (
+            queryset.filter(corpus_id__in=_visible_corpus_ids(info))
+            .defer("text")
+            .prefetch_related(corpora_with_counts())
+        )
 
 
 class PassageNode(DjangoObjectType):
     heading_path = graphene.List(graphene.NonNull(graphene.String), required=True)
+    document = graphene.Field(DocumentNode, required=True)  # declared: see DocumentNode.corpus
 
     class Meta:
         model = Passage
         name = "Passage"
         interfaces = (relay.Node,)
-        fields = ("text", "start", "end", "page", "ordinal", "is_heading", "document", "word_count")
+        fields = ("text", "start", "end", "page", "ordinal", "is_heading", "word_count")
 
     @classmethod
     def get_queryset(cls, queryset, info):
         return (
             queryset.filter(corpus_id__in=_visible_corpus_ids(info))
             .defer("embedding")
-            .select_related("document")
+            .select_related("document__corpus")
             .defer("document__text")
         )
 
@@ -80,9 +104,9 @@ class PassageNode(DjangoObjectType):
 
 
 class CorporaQuery(graphene.ObjectType):
-    corpora = DjangoConnectionField(CorpusNode)
+    corpora = BoundedConnectionField(CorpusNode)
     corpus = graphene.Field(CorpusNode, id=graphene.ID(required=True))
-    documents = DjangoConnectionField(DocumentNode, corpus_id=graphene.ID(required=True))
+    documents = BoundedConnectionField(DocumentNode, corpus_id=graphene.ID(required=True))
     passage = graphene.Field(PassageNode, id=graphene.ID(required=True))
 
     def resolve_corpora(root, info, **kwargs):
@@ -94,7 +118,8 @@ class CorporaQuery(graphene.ObjectType):
 
     def resolve_documents(root, info, corpus_id, **kwargs):
         pk = decode_id(corpus_id, "Corpus", field="corpus_id")
-        return DocumentNode.get_queryset(Document.objects.filter(corpus_id=pk).order_by("title", "pk"), info)
+        # The connection field applies DocumentNode.get_queryset (visibility, prefetches) once.
+        return Document.objects.filter(corpus_id=pk).order_by("title", "pk")
 
     def resolve_passage(root, info, id):
         pk = decode_id(id, "Passage")

@@ -3,10 +3,11 @@
 import graphene
 from graphene import relay
 from graphene.types.generic import GenericScalar
-from graphene_django import DjangoConnectionField, DjangoObjectType
+from graphene_django import DjangoObjectType
 
 from config.graphql.errors import BaseMutation, require_user
 from config.graphql.ids import decode_ids
+from config.graphql.pagination import BoundedConnectionField
 from notifications.models import Notification
 from notifications.selectors import notification_list
 from notifications.services import notifications_mark_read
@@ -35,7 +36,7 @@ class NotificationNode(DjangoObjectType):
 
 
 class NotificationsQuery(graphene.ObjectType):
-    notifications = DjangoConnectionField(NotificationNode, unread_only=graphene.Boolean())
+    notifications = BoundedConnectionField(NotificationNode, unread_only=graphene.Boolean())
 
     def resolve_notifications(root, info, unread_only=False, **kwargs):
         return notification_list(user=info.context.user, unread_only=bool(unread_only)).order_by(

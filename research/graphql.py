@@ -92,7 +92,7 @@ class ResearchReportNode(DjangoObjectType):
             Prefetch(
                 "cited_passages",
                 queryset=Passage.objects.defer("embedding")
-                .select_related("document")
+                .select_related("document__corpus")
                 .defer("document__text"),
             ),
         )

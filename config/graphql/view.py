@@ -5,13 +5,14 @@ import logging
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
+from django.core.exceptions import SuspiciousOperation
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http.multipartparser import MultiPartParserError
 from django.middleware.csrf import CsrfViewMiddleware
 from django.utils.decorators import method_decorator
 from django.views.decorators.csrf import csrf_exempt
-from graphene.validation import depth_limit_validator
 from graphene_django.views import GraphQLView
-from graphql import GraphQLError, ValidationRule
+from graphql import ExecutionResult, GraphQLError, ValidationRule, parse, specified_rules, validate
 from graphql.language import FieldNode
 
 from accounts.services import api_token_authenticate
@@ -20,6 +21,9 @@ from config.exceptions import ApplicationError
 logger = logging.getLogger(__name__)
 
 BODY_MAX_BYTES = 256 * 1024
+# Tokens a document may hold: far above any real query, far below what makes validation slow
+# (the standard overlapping-fields rule is quadratic in repeated selections).
+QUERY_MAX_TOKENS = 10_000
 
 
 class _Rejected(Exception):
@@ -27,54 +31,68 @@ class _Rejected(Exception):
         self.response = response
 
 
-def field_count_limit(max_fields: int) -> type[ValidationRule]:
-    """A complexity ceiling: the number of field selections, fragments expanded as used."""
+def query_limits(*, max_depth: int, max_fields: int) -> type[ValidationRule]:
+    """Ceilings on nesting depth and on the number of field selections (fragments expanded as
+    used). Cycle-safe and tolerant of unknown fragments: the standard rules report those."""
 
-    class FieldCountLimit(ValidationRule):
+    class QueryLimits(ValidationRule):
         def __init__(self, context):
             super().__init__(context)
-            self.count = 0
             self.fragments = {
                 f.name.value: f for f in context.document.definitions if f.kind == "fragment_definition"
             }
 
         def enter_operation_definition(self, node, *args):
-            total = _count(node.selection_set, self.fragments, set())
+            total, depth = _measure(node.selection_set, self.fragments, frozenset(), {})
+            if depth > max_depth:
+                self.report_error(
+                    GraphQLError(f"query is {depth} levels deep; the limit is {max_depth}", node)
+                )
             if total > max_fields:
                 self.report_error(
                     GraphQLError(f"query selects {total} fields; the limit is {max_fields}", node)
                 )
 
-    return FieldCountLimit
+    return QueryLimits
 
 
-def _count(selection_set, fragments, seen: set[str]) -> int:
+def _measure(
+    selection_set, fragments, seen: frozenset[str], memo: dict[str, tuple[int, int]]
+) -> tuple[int, int]:
+    """(field selections, nesting depth) under `selection_set`; introspection fields (`__schema`,
+    `__type`) count as fields but not as depth, as graphene's depth limit treats them. Each
+    fragment is measured once, so fragments spreading fragments cannot make this exponential."""
     if selection_set is None:
-        return 0
-    total = 0
+        return 0, 0
+    total = depth = 0
     for selection in selection_set.selections:
         if isinstance(selection, FieldNode):
-            total += 1 + _count(selection.selection_set, fragments, seen)
+            fields, below = _measure(selection.selection_set, fragments, seen, memo)
+            total += 1 + fields
+            if not selection.name.value.startswith("__"):
+                depth = max(depth, 1 + below)
         elif selection.kind == "fragment_spread":
             name = selection.name.value
             if name in seen or name not in fragments:
                 continue  # cycles and unknown fragments are reported by the standard rules
-            total += _count(fragments[name].selection_set, fragments, seen | {name})
+            if name not in memo:
+                memo[name] = _measure(fragments[name].selection_set, fragments, seen | {name}, memo)
+            fields, below = memo[name]
+            total, depth = total + fields, max(depth, below)
         else:  # inline fragment
-            total += _count(selection.selection_set, fragments, seen)
-    return total
+            fields, below = _measure(selection.selection_set, fragments, seen, memo)
+            total, depth = total + fields, max(depth, below)
+    return total, depth
 
 
 @method_decorator(csrf_exempt, name="dispatch")
 class DeepciteGraphQLView(GraphQLView):
     def __init__(self, **kwargs):
-        kwargs.setdefault(
-            "validation_rules",
-            (
-                depth_limit_validator(max_depth=settings.GRAPHQL_MAX_DEPTH),
-                field_count_limit(settings.GRAPHQL_MAX_FIELDS),
-            ),
+        self.limits = query_limits(
+            max_depth=settings.GRAPHQL_MAX_DEPTH, max_fields=settings.GRAPHQL_MAX_FIELDS
         )
+        # Passing validation_rules replaces graphql-core's standard rules: keep them.
+        kwargs.setdefault("validation_rules", (*specified_rules, self.limits))
         super().__init__(**kwargs)
 
     def dispatch(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
@@ -88,6 +106,34 @@ class DeepciteGraphQLView(GraphQLView):
         except Exception:  # never a traceback to the client
             logger.exception("unhandled error in /graphql")
             return _error(500, "internal_error", "internal error")
+
+    def execute_graphql_request(self, request, data, query, variables, operation_name, show_graphiql=False):
+        # The size limits run first, alone, so an oversized document is refused before the
+        # standard rules spend seconds on it.
+        if isinstance(query, str) and query:  # other values are refused by the base view
+            try:
+                document = parse(query, max_tokens=QUERY_MAX_TOKENS)
+            except GraphQLError as error:
+                return ExecutionResult(data=None, errors=[error])
+            except RecursionError:
+                return ExecutionResult(data=None, errors=[GraphQLError("the query is nested too deeply")])
+            refused = validate(self.schema.graphql_schema, document, [self.limits])
+            if refused:
+                return ExecutionResult(data=None, errors=refused)
+        return super().execute_graphql_request(request, data, query, variables, operation_name, show_graphiql)
+
+    def parse_body(self, request: HttpRequest):
+        # The base view decodes an application/graphql body without catching a bad encoding, and
+        # form bodies raise Django's parser errors, which would otherwise reach our catch-all.
+        if self.get_content_type(request) == "application/graphql":
+            try:
+                request.body.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise _Rejected(_error(400, "invalid_body", "the request body is not UTF-8")) from exc
+        try:
+            return super().parse_body(request)
+        except (MultiPartParserError, SuspiciousOperation) as exc:
+            raise _Rejected(_error(400, "invalid_body", "the request body could not be parsed")) from exc
 
     def _authenticate(self, request: HttpRequest) -> None:
         header = request.headers.get("Authorization", "")

@@ -2,8 +2,14 @@ import json
 
 import pytest
 from django.test import Client
+from graphql_relay import to_global_id
 
 from accounts.services import api_token_create
+from corpora.models import Document
+from research.models import ResearchReport
+from research.run import report_run
+from research.services import report_start
+from tests.factories import ingest_samples
 
 
 class GraphQL:
@@ -42,3 +48,31 @@ def other_gql(other_user) -> GraphQL:
 @pytest.fixture
 def anonymous_gql(db) -> GraphQL:
     return GraphQL(Client())
+
+
+def gid(type_name: str, pk: int) -> str:
+    """A relay global id, as a client would hold one."""
+    return to_global_id(type_name, pk)
+
+
+@pytest.fixture
+def samples(corpus) -> list[Document]:
+    return [result.document for result in ingest_samples(corpus)]
+
+
+@pytest.fixture
+def completed_report(user, corpus, samples) -> ResearchReport:
+    """A report run to completion by the offline engine."""
+    report = report_start(
+        user=user,
+        corpus=corpus,
+        prompt="What limits the liability of the supplier?\nWhen can the licence agreement be terminated?",
+    )
+    return report_run(report_id=report.pk)
+
+
+def without_locations(response: tuple[int, dict]) -> tuple[int, dict]:
+    """The response with error locations (columns in the query text) left out."""
+    status, body = response
+    errors = [{k: v for k, v in e.items() if k != "locations"} for e in body.get("errors", [])]
+    return status, {**body, "errors": errors} if errors else body

@@ -22,7 +22,7 @@ def test_retrieval_bench_prints_one_json_object(tmp_path):
         pytest.skip("the benchmark makes its own SQLite database; one run per CI is enough")
     out = tmp_path / "bench.json"
 
-    completed = subprocess.run(  # noqa: S603 - our own script, fixed arguments
+    completed = subprocess.run(
         [
             sys.executable,
             str(ROOT / "bench" / "retrieval.py"),

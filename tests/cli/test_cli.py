@@ -62,7 +62,7 @@ def deepcite(*args: str, url: str | None, token: str | None) -> subprocess.Compl
         env["DEEPCITE_URL"] = url
     if token is not None:
         env["DEEPCITE_TOKEN"] = token
-    return subprocess.run(  # noqa: S603 (our own command, fixed arguments)
+    return subprocess.run(
         [sys.executable, "-m", "cli.main", *args],
         capture_output=True,
         text=True,
