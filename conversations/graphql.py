@@ -6,6 +6,7 @@ from graphene import relay
 from graphene.types.generic import GenericScalar
 from graphene_django import DjangoObjectType
 
+from config.graphql.corpora import readable_corpus
 from config.graphql.errors import BaseMutation, require_user
 from config.graphql.ids import decode_id
 from config.graphql.pagination import BoundedConnectionField
@@ -14,7 +15,6 @@ from conversations.models import ChatMessage, Conversation, MessageRole
 from conversations.selectors import conversation_list
 from conversations.services import MESSAGE_MAX_CHARS, MessageInvalid
 from corpora.graphql import CorpusNode, corpora_with_counts
-from corpora.selectors import corpus_get_for_user
 from research.graphql import ResearchReportNode
 
 MESSAGES_MAX = 100
@@ -96,7 +96,7 @@ class SendChatMessage(BaseMutation):
     @classmethod
     def perform(cls, root, info, corpus_id, content, conversation_id=None):
         user = require_user(info)
-        corpus = corpus_get_for_user(user=user, corpus_id=decode_id(corpus_id, "Corpus", field="corpus_id"))
+        corpus = readable_corpus(user=user, corpus_id=corpus_id)
         conversation = None
         if conversation_id is not None:
             pk = decode_id(conversation_id, "Conversation", field="conversation_id")

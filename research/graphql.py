@@ -7,12 +7,12 @@ from graphene import relay
 from graphene.types.generic import GenericScalar
 from graphene_django import DjangoObjectType
 
+from config.graphql.corpora import readable_corpus
 from config.graphql.errors import BaseMutation, require_user
 from config.graphql.ids import decode_id, decode_ids, encode_id
 from config.graphql.pagination import BoundedConnectionField
 from corpora.graphql import CorpusNode, PassageNode, corpora_with_counts
 from corpora.models import Passage
-from corpora.selectors import corpus_get_for_user
 from research.constants import DEPTH_PRESETS
 from research.models import ReportStatus, ResearchReport
 from research.selectors import report_list
@@ -205,7 +205,7 @@ class StartResearchReport(BaseMutation):
         document_ids=None,
     ):
         user = require_user(info)
-        corpus = corpus_get_for_user(user=user, corpus_id=decode_id(corpus_id, "Corpus", field="corpus_id"))
+        corpus = readable_corpus(user=user, corpus_id=corpus_id)
         report = report_start(
             user=user,
             corpus=corpus,

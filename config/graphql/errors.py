@@ -39,14 +39,14 @@ class BaseMutation(graphene.Mutation):
         try:
             return cls(errors=[], **cls.perform(root, info, **data))
         except ApplicationError as error:
-            return cls(errors=[Error(field=_camel(error.field), message=error.message, code=error.code)])
+            return cls(errors=[Error(field=camel_case(error.field), message=error.message, code=error.code)])
 
     @classmethod
     def perform(cls, root, info, **data) -> dict[str, Any]:
         raise NotImplementedError
 
 
-def _camel(name: str | None) -> str | None:
+def camel_case(name: str | None) -> str | None:
     if not name:
         return name
     head, *rest = name.split("_")

@@ -17,6 +17,7 @@ from graphql.language import FieldNode
 
 from accounts.services import api_token_authenticate
 from config.exceptions import ApplicationError
+from config.graphql.errors import camel_case
 
 logger = logging.getLogger(__name__)
 
@@ -164,7 +165,7 @@ class DeepciteGraphQLView(GraphQLView):
             formatted = error.formatted
             if isinstance(original, ApplicationError):
                 formatted["message"] = original.message
-                formatted["extensions"] = {"code": original.code, "field": original.field}
+                formatted["extensions"] = {"code": original.code, "field": camel_case(original.field)}
                 return formatted
             logger.error("unhandled error in a resolver", exc_info=original)
             formatted["message"] = "internal error"

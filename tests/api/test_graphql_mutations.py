@@ -166,7 +166,7 @@ def test_an_unknown_depth_is_a_400(gql, corpus):
 def test_start_on_a_missing_corpus_is_corpus_not_found(gql, corpus):
     payload = start(gql, gid("Corpus", corpus.pk + 1000))
     assert payload == {
-        "errors": error(None, f"corpus {corpus.pk + 1000} not found", "corpus_not_found"),
+        "errors": error("corpusId", "corpus not found", "corpus_not_found"),
         "report": None,
     }
 

@@ -141,7 +141,7 @@ def test_an_id_of_another_type_is_invalid_id(gql, corpus, samples):
     )
     assert without_locations(gql(DOCUMENTS, {"c": document_id})) == (
         200,
-        invalid_id("corpus_id", "not a valid Corpus id", "documents"),
+        invalid_id("corpusId", "not a valid Corpus id", "documents"),
     )
 
 
