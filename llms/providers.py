@@ -3,10 +3,13 @@ the default when no provider is configured), any PydanticAI model string such as
 `openai:gpt-4o-mini` or `anthropic:claude-sonnet-4-5`, or `openai-compatible:<model>` with
 `LLM_BASE_URL` for Ollama, vLLM and other OpenAI-compatible servers."""
 
+import functools
+import ssl
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from django.conf import settings
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 from pydantic_ai.models import Model, infer_model
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
@@ -31,6 +34,14 @@ class ChosenModel:
     model: Model
     name: str
     engine: str  # ENGINE_OFFLINE or ENGINE_LLM
+    # Closes the model's HTTP client; await it on the event loop the run used.
+    aclose: Callable[[], Awaitable[None]] | None = None
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """One per process: loading the CA bundle costs ~20 ms of CPU, and a worker starts many runs."""
+    return ssl.create_default_context()
 
 
 def research_model(*, breadth: int, search_top_k: int, depth: str) -> ChosenModel:
@@ -56,10 +67,13 @@ def _configured(spec: str) -> ChosenModel:
             raise ModelConfigurationError(f"{spec!r} needs LLM_BASE_URL and a model name")
         # The SDK's own retries are off: RetryingModel retries, honours Retry-After and counts.
         client = AsyncOpenAI(
-            base_url=settings.LLM_BASE_URL, api_key=settings.LLM_API_KEY or "not-needed", max_retries=0
+            base_url=settings.LLM_BASE_URL,
+            api_key=settings.LLM_API_KEY or "not-needed",
+            max_retries=0,
+            http_client=DefaultAsyncHttpxClient(verify=_ssl_context()),
         )
         model = OpenAIChatModel(name, provider=OpenAIProvider(openai_client=client))
-        return ChosenModel(RetryingModel(model), spec, ENGINE_LLM)
+        return ChosenModel(RetryingModel(model), spec, ENGINE_LLM, aclose=client.close)
     try:
         return ChosenModel(RetryingModel(infer_model(spec)), spec, ENGINE_LLM)
     except Exception as exc:  # unknown provider prefix, missing API key, missing extra

@@ -178,6 +178,9 @@ async def _drive(report: ResearchReport) -> RunEnd:
         if not is_transient(exc):
             raise
         return RunEnd(Outcome.FAILED, error=_describe(exc), usage=usage(), transient=exc)
+    finally:
+        if chosen.aclose is not None:  # on this run's loop, before async_to_sync closes it
+            await chosen.aclose()
 
 
 async def _cancel_pending(deps: ResearchDeps) -> bool:
