@@ -14,6 +14,7 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
+from django.db.models.expressions import RawSQL
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.text import slugify
@@ -339,19 +340,21 @@ def report_tool_call_record(
     """One step of the run, in one write: the call's log entry, the passages it retrieved joined
     to the run's accumulator, the progress counters, the usage so far and the lease renewal."""
     with transaction.atomic():
-        _relaxed_commit()
-        report = ResearchReport.objects.select_for_update().only(*_STEP_FIELDS).get(pk=report_id)
+        report = _locked_for_step(report_id, relaxed_commit=True)
         return _step_write(report, call, passage_ids=passage_ids, lease_token=lease_token, usage=usage)
 
 
-def _relaxed_commit() -> None:
-    """On PostgreSQL, this transaction's commit does not wait for the WAL flush (~4 ms a step
-    here). Safe for the step log: the next synchronous commit — every finding, the finalize —
-    flushes it too, since the WAL is written in order; a crash can lose at most the last few
-    log entries and retrieved ids, never a finding or a report."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL synchronous_commit = off")
+def _locked_for_step(report_id: int, *, relaxed_commit: bool = False) -> ResearchReport:
+    """The report row, locked for one step's write. With `relaxed_commit` on PostgreSQL the
+    transaction's commit does not wait for the WAL flush (~4 ms a step here). That is safe for
+    the step log: the next synchronous commit (every finding, the finalize) flushes it too, since
+    the WAL is written in order; a crash can lose at most the last few log entries and retrieved
+    ids, never a finding or a report. set_config(..., true) is SET LOCAL, evaluated inside the
+    locking SELECT: one round trip less per step."""
+    queryset = ResearchReport.objects.select_for_update().only(*_STEP_FIELDS)
+    if relaxed_commit and connection.vendor == "postgresql":
+        queryset = queryset.annotate(_relaxed=RawSQL("set_config('synchronous_commit', 'off', true)", []))
+    return queryset.get(pk=report_id)
 
 
 def _step_write(
@@ -429,7 +432,7 @@ def finding_record(
     started = perf_counter()
     arguments = {"claim": claim, "quote": quote, "passage_ids": list(passage_ids), "section": section}
     with transaction.atomic():
-        report = ResearchReport.objects.select_for_update().only(*_STEP_FIELDS).get(pk=report_id)
+        report = _locked_for_step(report_id)
         _check_lease(report, lease_token)
         try:
             finding = _finding_validate(report, claim, quote, passage_ids, section)

@@ -1,5 +1,6 @@
 import pytest
 from django.contrib.auth import get_user_model
+from django.db import connection, transaction
 from guardian.shortcuts import assign_perm
 
 from corpora.models import Passage
@@ -20,6 +21,7 @@ from research.models import ReportStatus, ResearchReport
 from research.services import (
     Outcome,
     ToolCall,
+    _locked_for_step,
     finding_record,
     report_cancel,
     report_finalize,
@@ -27,6 +29,7 @@ from research.services import (
     report_start,
     report_tool_call_record,
 )
+from tasks.research import in_process_pool
 
 LIABILITY_SENTENCE = (
     "In no event shall either party be liable for any indirect, incidental or consequential damages."
@@ -256,3 +259,21 @@ def test_finalize_runs_once(user, report):
     assert list(stored.cited_passages.values_list("pk", flat=True)) == [passage.pk]
     assert list(stored.cited_documents.values_list("pk", flat=True)) == [passage.document_id]
     assert Notification.objects.filter(recipient=user).count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_step_writes_skip_the_wal_flush_only_inside_their_own_transaction(user, corpus):
+    if connection.vendor != "postgresql":
+        pytest.skip("synchronous_commit is a PostgreSQL setting")
+    report = report_start(user=user, corpus=corpus, prompt="x")
+
+    def setting() -> str:
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW synchronous_commit")
+            return cursor.fetchone()[0]
+
+    with transaction.atomic():
+        _locked_for_step(report.pk, relaxed_commit=True)
+        inside = setting()
+    assert (inside, setting()) == ("off", "on")
+    assert in_process_pool.wait(timeout=60)  # the run start queued, before the flush
