@@ -37,7 +37,7 @@ from corpora.exceptions import (
     QueryTooLong,
 )
 from corpora.models import Corpus, Document, Passage
-from corpora.retrieval.dense import DenseIndex, dense_indexes
+from corpora.retrieval.dense import dense_indexes
 from corpora.retrieval.fusion import weighted_rrf
 from corpora.retrieval.lexical import lexical_ranking, phrase_candidates
 from corpora.retrieval.query import ParsedQuery, parse_query, words
@@ -167,35 +167,31 @@ def passage_search(
 def _rank(
     *, corpus: Corpus, parsed: ParsedQuery, top_k: int, document_ids, mode: str
 ) -> list[tuple[int, float]]:
+    embedder = None if mode == SEARCH_MODE_LEXICAL else _embedder_or_none()
+    if mode == SEARCH_MODE_DENSE and embedder is None:
+        raise DenseSearchUnavailable("dense search is off (EMBEDDING_BACKEND=none)", field="mode")
+    # The query embedding is the slow part on CPU: it starts first and runs beside the rest.
+    vector = _embed_early(corpus_id=corpus.pk, embedder=embedder, text=parsed.text)
     # Read once per search: the lexical statistics and the dense matrix are cached by it.
     version = Corpus.objects.filter(pk=corpus.pk).values_list("index_version", flat=True).first() or 0
-    if mode == SEARCH_MODE_LEXICAL:
+    if embedder is None:
         return lexical_ranking(
             corpus_id=corpus.pk, version=version, query=parsed, limit=top_k, document_ids=document_ids
         )
-    embedder = _embedder_or_none()
+    index = dense_indexes.get(corpus_id=corpus.pk, model=embedder.name, version=version)
+    if not len(index.passage_ids):
+        vector = None  # nothing embedded yet; an embedding already started is not waited for
+    elif vector is None:
+        vector = embed_query_async(embedder, parsed.text)
     if mode == SEARCH_MODE_DENSE:
-        if embedder is None:
-            raise DenseSearchUnavailable("dense search is off (EMBEDDING_BACKEND=none)", field="mode")
-        started = _start_dense(corpus_id=corpus.pk, embedder=embedder, version=version, text=parsed.text)
-        if started is None:
-            return []
-        index, vector = started
-        return index.rank(vector.result(), limit=top_k, document_ids=document_ids)
+        return index.rank(vector.result(), limit=top_k, document_ids=document_ids) if vector else []
     # Each ranker looks deeper than the answer so that passages both rank fairly well surface.
     depth = max(FUSION_CANDIDATES_MIN, 2 * top_k)
-    # The query embedding is the slow part on CPU: it runs beside the lexical query.
-    started = (
-        _start_dense(corpus_id=corpus.pk, embedder=embedder, version=version, text=parsed.text)
-        if embedder
-        else None
-    )
     lexical = lexical_ranking(
         corpus_id=corpus.pk, version=version, query=parsed, limit=depth, document_ids=document_ids
     )
     dense: list[tuple[int, float]] = []
-    if started is not None:
-        index, vector = started
+    if vector is not None:
         try:
             dense = index.rank(vector.result(), limit=depth, document_ids=document_ids)
         except EmbeddingUnavailable:
@@ -209,20 +205,21 @@ def _rank(
         else settings.SEARCH_FUSION_DENSE_WEIGHT_KEYWORDS
     )
     fused = weighted_rrf(
-        lexical, dense, lexical_weight=settings.SEARCH_FUSION_LEXICAL_WEIGHT, dense_weight=dense_weight
+        lexical,
+        dense,
+        lexical_weight=settings.SEARCH_FUSION_LEXICAL_WEIGHT,
+        dense_weight=dense_weight,
+        limit=top_k,
     )
     return [(hit.passage_id, hit.score) for hit in fused]
 
 
-def _start_dense(
-    *, corpus_id: int, embedder: Embedder, version: int, text: str
-) -> tuple[DenseIndex, "Future[np.ndarray]"] | None:
-    """The corpus's dense index and its query vector, already being computed; None when
-    nothing in the corpus is embedded yet."""
-    index = dense_indexes.get(corpus_id=corpus_id, model=embedder.name, version=version)
-    if not len(index.passage_ids):
+def _embed_early(*, corpus_id: int, embedder: Embedder | None, text: str) -> "Future[np.ndarray] | None":
+    """The query vector, already being computed, unless the corpus had nothing embedded when
+    last searched (the dense index, loaded once the version is read, decides then)."""
+    if embedder is None or dense_indexes.known_empty(corpus_id=corpus_id, model=embedder.name):
         return None
-    return index, embed_query_async(embedder, text)
+    return embed_query_async(embedder, text)
 
 
 def _hydrate(ranked: list[tuple[int, float]]) -> list[PassageHit]:

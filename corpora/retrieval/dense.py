@@ -34,14 +34,18 @@ class DenseIndex:
     ) -> list[tuple[int, float]]:
         if limit <= 0 or not len(self.passage_ids):
             return []
-        scores = self.matrix @ np.asarray(vector, dtype=np.float32)
+        # Not `matrix @ vector`: BLAS splits a product this small across threads that have
+        # gone to sleep during the query embedding, and waking them cost ~2 ms of the ~0.6 ms
+        # a single-threaded pass over the matrix takes.
+        scores = np.einsum("ij,j->i", self.matrix, np.asarray(vector, dtype=np.float32))
         if document_ids is not None:
             allowed = np.isin(self.document_ids, np.asarray(list(document_ids), dtype=np.int64))
             scores = np.where(allowed, scores, -np.inf)
         limit = min(limit, len(scores))
         top = np.argpartition(-scores, limit - 1)[:limit]
         top = top[np.argsort(-scores[top], kind="stable")]
-        return [(int(self.passage_ids[i]), float(scores[i])) for i in top if np.isfinite(scores[i])]
+        top = top[np.isfinite(scores[top])]
+        return list(zip(self.passage_ids[top].tolist(), scores[top].tolist(), strict=True))
 
 
 class DenseIndexCache:
@@ -67,6 +71,13 @@ class DenseIndexCache:
             while len(self._items) > 1 and sum(i.nbytes for i in self._items.values()) > self.max_bytes:
                 self._items.popitem(last=False)
         return index
+
+    def known_empty(self, *, corpus_id: int, model: str) -> bool:
+        """Whether the corpus had no vectors when last loaded, at whatever version: a search
+        then need not embed its query before the current version says otherwise."""
+        with self._lock:
+            cached = self._items.get((corpus_id, model))
+        return cached is not None and not len(cached.passage_ids)
 
     def clear(self) -> None:
         with self._lock:

@@ -26,7 +26,9 @@ def weighted_rrf(
     lexical_weight: float,
     dense_weight: float,
     k: int = RRF_K,
+    limit: int | None = None,
 ) -> list[FusedHit]:
+    """The fused ranking, best first; only its first `limit` hits when given."""
     scores: dict[int, float] = {}
     lexical_ranks: dict[int, int] = {}
     dense_ranks: dict[int, int] = {}
@@ -40,4 +42,6 @@ def weighted_rrf(
         scores.items(),
         key=lambda item: (-item[1], lexical_ranks.get(item[0], 1 << 30), item[0]),
     )
+    if limit is not None:
+        ordered = ordered[:limit]
     return [FusedHit(pid, score, lexical_ranks.get(pid), dense_ranks.get(pid)) for pid, score in ordered]

@@ -2,14 +2,18 @@
 [(passage_id, score)], best first, higher is better; every value is a bound parameter.
 
 PostgreSQL's ts_rank has no notion of how rare a word is, so there each query term's ts_rank is
-weighted by its BM25 IDF in the corpus: the ranking then behaves like BM25 on both backends."""
+weighted by its BM25 IDF in the corpus: the ranking then behaves like BM25 on both backends.
+On SQLite, scoring each matching row is what a query costs, so passages that provably cannot
+reach the top are not scored (see _essential)."""
 
+import contextlib
 import dataclasses
 import math
 import threading
 from collections.abc import Sequence
+from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 
 from corpora.retrieval.query import ParsedQuery, fts5_any, fts5_phrase, websearch_any
 
@@ -19,12 +23,45 @@ _FTS5_WEIGHTS = "1.0, 0.5, 0.0"
 # rarer terms (see _informative).
 COMMON_TERM_SHARE = 0.33
 PRUNE_MIN_PASSAGES = 1000
+# Ranks at which a term's best single-term bm25 scores are kept (see _essential); the last
+# one bounds the depth that can skip passages (hybrid asks for 200 by default).
+SCORE_RANKS = (1, 10, 20, 50, 100, 200, 500, 1000)
+# Terms in at most this share of a corpus's passages get a score profile (see _essential):
+# building one scores every passage holding the term, once per change to the index.
+PROFILE_MAX_SHARE = 0.05
+# Leaves room for floating-point rounding between FTS5's sums and ours.
+_SCORE_BOUND_SLACK = 1e-9
+# FTS5's bm25 constants (fts5_aux.c).
+_FTS5_K1 = 1.2
+_FTS5_IDF_FLOOR = 1e-6
 # Keeps a very common term from scoring exactly zero on PostgreSQL (FTS5 uses 1e-6).
 _PG_IDF_FLOOR = 1e-3
 
 
 def corpus_key(corpus_id: int) -> str:
     return f"c{corpus_id}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Fts5Scope:
+    """How an FTS5 query keeps to one corpus. The corpus_key column always works, but ANDing
+    it into a MATCH walks a posting list as long as the corpus; when the corpus's passages are
+    exactly the ids first_id..last_id (a corpus ingested in one go), a rowid range, which FTS5
+    seeks to, says the same thing for free."""
+
+    corpus_id: int
+    first_id: int | None = None
+    last_id: int | None = None
+
+    def match(self, expression: str) -> str:
+        if self.first_id is not None:
+            return expression
+        return f'corpus_key : "{corpus_key(self.corpus_id)}" AND ({expression})'
+
+    def rowid_clause(self, column: str) -> tuple[str, list]:
+        if self.first_id is None:
+            return "", []
+        return f" AND {column} BETWEEN %s AND %s", [self.first_id, self.last_id]
 
 
 def _documents_clause(document_ids: Sequence[int] | None, column: str) -> tuple[str, list]:
@@ -48,12 +85,22 @@ def lexical_ranking(
     """`version` is the corpus's current index_version, which keys the term statistics."""
     if query.is_empty or limit <= 0:
         return []
-    with connection.cursor() as cursor:
+    # One snapshot on SQLite: the score bounds must describe the rows the query ranks.
+    snapshot = transaction.atomic() if connection.vendor == "sqlite" else contextlib.nullcontext()
+    with snapshot, connection.cursor() as cursor:
         stats = term_statistics.for_corpus(cursor, corpus_id, version)
         query = _informative(cursor, stats, query)
         if connection.vendor == "postgresql":
             return _pg_rank(cursor, stats, query, limit, document_ids)
-        return _fts5_rank(cursor, corpus_id, fts5_any(query), limit, document_ids)
+        essential = _essential(cursor, stats, query, limit) if document_ids is None else None
+        return _fts5_rank(
+            cursor,
+            stats.scope,
+            fts5_any(query),
+            limit,
+            document_ids,
+            essential=fts5_any(essential) if essential else None,
+        )
 
 
 def phrase_candidates(
@@ -66,24 +113,47 @@ def phrase_candidates(
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             return _pg_phrase(cursor, corpus_id, " ".join(tokens), limit, document_ids)
-        return _fts5_rank(cursor, corpus_id, "text : " + fts5_phrase(tokens), limit, document_ids)
+        scope = Fts5Scope(corpus_id)
+        return _fts5_rank(cursor, scope, "text : " + fts5_phrase(tokens), limit, document_ids)
 
 
 # --- Term statistics ------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class ScoreProfile:
+    """A term's best bm25 scores on its own in one corpus: scores[i] is the SCORE_RANKS[i]-th
+    best, 0.0 when fewer passages hold the term. In a query of several terms a passage's score
+    is the sum of each term's contribution, and that contribution is exactly this score."""
+
+    scores: tuple[float, ...]
+
+    @property
+    def best(self) -> float:
+        return self.scores[0]
+
+    def reached_by(self, limit: int) -> float:
+        """A score that at least `limit` passages reach with this term alone."""
+        for rank, score in zip(SCORE_RANKS, self.scores, strict=True):
+            if rank >= limit:
+                return score
+        return 0.0
+
+
 @dataclasses.dataclass
 class _CorpusTerms:
-    """Passage count and term document frequencies of one corpus at one index_version."""
+    """Passage count, term document frequencies and score profiles of one corpus at one
+    index_version."""
 
     corpus_id: int
     version: int
     rows: int
+    scope: Fts5Scope
     cache: "TermStatistics"
 
     def document_frequency(self, cursor, term: str) -> int:
-        key = (self.corpus_id, self.version, term)
+        key = ("df", self.corpus_id, self.version, term)
         found = self.cache.get(key)
         if found is None:
-            found = _count_matches(cursor, self.corpus_id, term)
+            found = _count_matches(cursor, self.scope, term)
             self.cache.put(key, found)
         return found
 
@@ -92,35 +162,46 @@ class _CorpusTerms:
         df = self.document_frequency(cursor, term)
         return math.log((self.rows - df + 0.5) / (df + 0.5))
 
+    def score_profile(self, cursor, fingerprint: tuple, term: str) -> ScoreProfile:
+        """FTS5 scores with the whole table's statistics, which other corpora change too:
+        profiles are keyed by the table's fingerprint rather than this corpus's version."""
+        key = ("profile", self.corpus_id, fingerprint, term)
+        found = self.cache.get(key)
+        if found is None:
+            found = _fts5_score_profile(cursor, self.scope, term)
+            self.cache.put(key, found)
+        return found
+
 
 class TermStatistics:
     """A bounded, thread-safe cache of per-corpus statistics; entries are keyed by the
-    corpus's index_version, which every ingest and embedding batch bumps."""
+    corpus's index_version, which every ingest and embedding batch bumps, or by the lexical
+    index's fingerprint."""
 
     max_entries = 100_000
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._cache: dict[tuple[int, int, str], int] = {}
+        self._cache: dict[tuple, Any] = {}
 
-    def get(self, key: tuple[int, int, str]) -> int | None:
+    def get(self, key: tuple) -> Any:
         with self._lock:
             return self._cache.get(key)
 
-    def put(self, key: tuple[int, int, str], value: int) -> None:
+    def put(self, key: tuple, value: Any) -> None:
         with self._lock:
             if len(self._cache) >= self.max_entries:
                 self._cache.clear()
             self._cache[key] = value
 
     def for_corpus(self, cursor, corpus_id: int, version: int) -> _CorpusTerms:
-        key = (corpus_id, version, "")
-        rows = self.get(key)
-        if rows is None:
-            cursor.execute("SELECT count(*) FROM corpora_passage WHERE corpus_id = %s", [corpus_id])
-            rows = cursor.fetchone()[0]
-            self.put(key, rows)
-        return _CorpusTerms(corpus_id=corpus_id, version=version, rows=rows, cache=self)
+        key = ("corpus", corpus_id, version)
+        found = self.get(key)
+        if found is None:
+            found = _corpus_extent(cursor, corpus_id)
+            self.put(key, found)
+        rows, scope = found
+        return _CorpusTerms(corpus_id=corpus_id, version=version, rows=rows, scope=scope, cache=self)
 
     def clear(self) -> None:
         with self._lock:
@@ -130,17 +211,34 @@ class TermStatistics:
 term_statistics = TermStatistics()
 
 
-def _count_matches(cursor, corpus_id: int, term: str) -> int:
+def _corpus_extent(cursor, corpus_id: int) -> tuple[int, Fts5Scope]:
+    """The corpus's passage count, and its FTS5 scope. Stays true until the corpus's
+    index_version moves: passage ids only grow, so no other corpus's passage can later land
+    between its first and last id."""
+    cursor.execute("SELECT count(*), min(id), max(id) FROM corpora_passage WHERE corpus_id = %s", [corpus_id])
+    rows, first_id, last_id = cursor.fetchone()
+    if not rows:
+        return 0, Fts5Scope(corpus_id)
+    if rows != last_id - first_id + 1:
+        # Gaps: deleted passages are harmless, another corpus's are not.
+        cursor.execute("SELECT count(*) FROM corpora_passage WHERE id BETWEEN %s AND %s", [first_id, last_id])
+        if cursor.fetchone()[0] != rows:
+            return rows, Fts5Scope(corpus_id)
+    return rows, Fts5Scope(corpus_id, first_id, last_id)
+
+
+def _count_matches(cursor, scope: Fts5Scope, term: str) -> int:
     if connection.vendor == "postgresql":
         cursor.execute(
             "SELECT count(*) FROM corpora_passage "
             "WHERE corpus_id = %s AND search_vector @@ plainto_tsquery('english', %s)",
-            [corpus_id, term],
+            [scope.corpus_id, term],
         )
     else:
+        rowid_sql, rowid_params = scope.rowid_clause("rowid")
         cursor.execute(
-            "SELECT count(*) FROM corpora_passage_fts WHERE corpora_passage_fts MATCH %s",
-            [f'corpus_key : "{corpus_key(corpus_id)}" AND text : {fts5_phrase([term])}'],
+            f"SELECT count(*) FROM corpora_passage_fts WHERE corpora_passage_fts MATCH %s{rowid_sql}",
+            [scope.match(f"text : {fts5_phrase([term])}"), *rowid_params],
         )
     return cursor.fetchone()[0]
 
@@ -160,19 +258,100 @@ def _informative(cursor, stats: _CorpusTerms, query: ParsedQuery) -> ParsedQuery
     return dataclasses.replace(query, terms=kept)
 
 
+def _essential(cursor, stats: _CorpusTerms, query: ParsedQuery, limit: int) -> ParsedQuery | None:
+    """The query's terms a passage must hold to reach its top `limit` (MaxScore), or None
+    when every matching passage must be scored.
+
+    A passage's bm25 is the sum of its terms' contributions. A rare term's `limit`-th best
+    score on its own is a score that `limit` passages reach, so the query's `limit`-th result
+    scores at least that much. A passage holding only common terms, whose largest possible
+    contributions add up to less, cannot make the cut and need not be scored: the ranking is
+    the same, and scoring (about 1 us a matching passage) is what a query costs."""
+    if len(query.terms) < 2 or stats.rows < PRUNE_MIN_PASSAGES or limit > SCORE_RANKS[-1]:
+        return None
+    fingerprint = _fts5_fingerprint(cursor)
+    frequencies = {t: stats.document_frequency(cursor, t) for t in query.terms}
+    # Profiling a term scores every passage that holds it: worth it for rare terms only.
+    # Common terms get the bm25 formula's ceiling instead.
+    profiled = [t for t in query.terms if frequencies[t] <= PROFILE_MAX_SHARE * stats.rows]
+    profiles = {t: stats.score_profile(cursor, fingerprint, t) for t in profiled}
+    if not profiles:
+        return None
+    cut = max(p.reached_by(limit) for p in profiles.values()) * (1 - _SCORE_BOUND_SLACK)
+    table_rows_at_most = fingerprint[1]
+    best = {
+        t: profiles[t].best if t in profiles else _bm25_ceiling(table_rows_at_most, frequencies[t])
+        for t in query.terms
+    }
+    skipped: set[str] = set()
+    ceiling = 0.0
+    # The strongest term always stays: something must match.
+    for term in sorted(query.terms, key=best.__getitem__)[:-1]:
+        ceiling += best[term]
+        if ceiling >= cut:
+            break
+        skipped.add(term)
+    if not skipped:
+        return None
+    return dataclasses.replace(query, terms=tuple(t for t in query.terms if t not in skipped))
+
+
+def _bm25_ceiling(table_rows_at_most: int, passages_at_least: int) -> float:
+    """The most a term can add to an FTS5 bm25 score: its IDF (FTS5 counts the whole table;
+    more rows and fewer passages holding it only raise it) times k1 + 1, the limit of the
+    term-frequency factor."""
+    idf = math.log((table_rows_at_most - passages_at_least + 0.5) / (passages_at_least + 0.5))
+    return max(idf, _FTS5_IDF_FLOOR) * (_FTS5_K1 + 1)
+
+
 # --- SQLite FTS5 ----------------------------------------------------------------------------
-def _fts5_rank(cursor, corpus_id: int, match: str, limit: int, document_ids) -> list[tuple[int, float]]:
+def _fts5_rank(
+    cursor, scope: Fts5Scope, match: str, limit: int, document_ids, essential: str | None = None
+) -> list[tuple[int, float]]:
+    """`essential`, when given, is a MATCH expression the scored rows must also satisfy; the
+    full `match` still decides each row's bm25."""
     doc_sql, doc_params = _documents_clause(document_ids, "p.document_id")
     join = " JOIN corpora_passage p ON p.id = f.rowid" if doc_sql else ""
+    rowid_sql, rowid_params = scope.rowid_clause("f.rowid")
+    # The unary plus keeps SQLite from handing the IN list to FTS5 as one lookup per rowid:
+    # a single MATCH scan with a membership test per row is the fast plan.
+    essential_sql = (
+        " AND +f.rowid IN (SELECT rowid FROM corpora_passage_fts WHERE corpora_passage_fts MATCH %s)"
+        if essential
+        else ""
+    )
     sql = (
         f"SELECT f.rowid, bm25(corpora_passage_fts, {_FTS5_WEIGHTS}) AS rank "
         f"FROM corpora_passage_fts f{join} "
         "WHERE corpora_passage_fts MATCH %s"
-        f"{doc_sql} ORDER BY rank LIMIT %s"
+        f"{rowid_sql}{essential_sql}{doc_sql} ORDER BY rank LIMIT %s"
     )
-    expression = f'corpus_key : "{corpus_key(corpus_id)}" AND ({match})'
-    cursor.execute(sql, [expression, *doc_params, limit])
+    params = [scope.match(match), *rowid_params, *([essential] if essential else []), *doc_params, limit]
+    cursor.execute(sql, params)
     return [(row[0], -float(row[1])) for row in cursor.fetchall()]
+
+
+def _fts5_fingerprint(cursor) -> tuple[bytes, int]:
+    """Changes whenever bm25's inputs can: FTS5 keeps the table's row count and token totals
+    in its averages record (rowid 1 of the _data shadow table), and passage ids only grow."""
+    cursor.execute(
+        "SELECT (SELECT block FROM corpora_passage_fts_data WHERE id = 1), "
+        "(SELECT max(id) FROM corpora_passage)"
+    )
+    block, max_id = cursor.fetchone()
+    return bytes(block or b""), max_id or 0
+
+
+def _fts5_score_profile(cursor, scope: Fts5Scope, term: str) -> ScoreProfile:
+    # The term exactly as fts5_any writes it (any column), so its scores are its contributions.
+    rowid_sql, rowid_params = scope.rowid_clause("rowid")
+    cursor.execute(
+        f"SELECT bm25(corpora_passage_fts, {_FTS5_WEIGHTS}) AS rank FROM corpora_passage_fts "
+        f"WHERE corpora_passage_fts MATCH %s{rowid_sql} ORDER BY rank LIMIT %s",
+        [scope.match(fts5_phrase([term])), *rowid_params, SCORE_RANKS[-1]],
+    )
+    scores = [-float(row[0]) for row in cursor.fetchall()]
+    return ScoreProfile(tuple(scores[rank - 1] if rank <= len(scores) else 0.0 for rank in SCORE_RANKS))
 
 
 # --- PostgreSQL -----------------------------------------------------------------------------
