@@ -3,11 +3,8 @@ the README starts it. Skipped where either service is missing (SQLite runs, a ba
 
 import json
 import os
-import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 import redis
@@ -19,9 +16,8 @@ from corpora.services import cli_user_ensure, corpus_create
 from research.models import ReportStatus, ResearchReport
 from research.services import report_start
 from tests.factories import ingest_samples
-from tests.integration.workers import broker_for_this_process
+from tests.integration.workers import broker_for_this_process, start_worker, stop, worker_env
 
-ROOT = Path(__file__).resolve().parents[2]
 BROKER_URL = os.environ.get("DEEPCITE_TEST_BROKER_URL", "redis://127.0.0.1:6379/14")
 WAIT_SECONDS = 90
 
@@ -52,41 +48,10 @@ def broker(settings):
 
 @pytest.fixture
 def worker(broker):
-    db = connection.settings_dict
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings.local",
-        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-        "CELERY_BROKER_URL": broker,
-        "EMBEDDING_BACKEND": "none",
-        "LOG_LEVEL": "WARNING",
-    }
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "config",
-            "worker",
-            "--concurrency",
-            "1",
-            "--loglevel",
-            "WARNING",
-        ],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    # The README's worker command, as a production deployment runs it.
+    process = start_worker(worker_env(broker), pool="threads", concurrency=4)
     yield process
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+    stop(process)
 
 
 def _wait_terminal(report_id: int, worker: subprocess.Popen) -> ResearchReport:
@@ -95,7 +60,7 @@ def _wait_terminal(report_id: int, worker: subprocess.Popen) -> ResearchReport:
         report = ResearchReport.objects.get(pk=report_id)
         if report.is_terminal:
             return report
-        assert worker.poll() is None, worker.stdout.read()
+        assert worker.poll() is None, "the worker exited"
         time.sleep(0.3)
     raise AssertionError(f"report {report_id} still {report.status} after {WAIT_SECONDS}s")
 
