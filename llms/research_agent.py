@@ -25,7 +25,6 @@ from research.services import LeaseLost, ToolCall, finding_record, report_plan_r
 logger = logging.getLogger(__name__)
 
 SEARCH_TOP_K_MAX = 20
-PLAN_MAX_QUESTIONS = 12
 
 
 @dataclass

@@ -40,6 +40,7 @@ from research.constants import (
     TOOL_ARGS_PREVIEW_CHARS,
     TOOL_OUTCOME_PREVIEW_CHARS,
     WARNING_BUDGET_EXHAUSTED,
+    WARNING_DRAFT_MISSING,
 )
 from research.drafts import compose_report
 from research.exceptions import (
@@ -618,7 +619,7 @@ def _final_state(
     if outcome == Outcome.COMPLETED:
         if draft and draft.strip():
             return ReportStatus.COMPLETED, [], "", draft
-        return ReportStatus.COMPLETED, ["draft_missing:composed_from_findings"], "", from_findings
+        return ReportStatus.COMPLETED, [f"{WARNING_DRAFT_MISSING}:composed_from_findings"], "", from_findings
     if outcome == Outcome.SALVAGED:
         warning = f"{WARNING_BUDGET_EXHAUSTED}:{budget or 'steps'}"
         if report.findings:
