@@ -44,7 +44,7 @@ def _digest(secret: str) -> str:
 
 def api_token_create(*, user: AbstractBaseUser, name: str) -> IssuedToken:
     name = " ".join((name or "").split())
-    if not name or len(name) > TOKEN_NAME_MAX_CHARS:
+    if not name or len(name) > TOKEN_NAME_MAX_CHARS or "\x00" in name:
         raise TokenNameInvalid(f"a token name is 1 to {TOKEN_NAME_MAX_CHARS} characters", field="name")
     if ApiToken.objects.filter(user=user, revoked_at__isnull=True).count() >= TOKENS_PER_USER_MAX:
         raise TokenLimitReached(f"at most {TOKENS_PER_USER_MAX} active tokens; revoke one first")

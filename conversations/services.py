@@ -29,6 +29,8 @@ def chat_message_append(
     if role not in MessageRole.values:
         raise MessageInvalid(f"unknown role {role!r}", field="role")
     content = content.strip()
+    if "\x00" in content:
+        raise MessageInvalid("a message must not contain NUL characters", field="content")
     if not content or len(content) > MESSAGE_MAX_CHARS:
         raise MessageInvalid(f"a message is 1 to {MESSAGE_MAX_CHARS} characters", field="content")
     message = ChatMessage.objects.create(

@@ -45,7 +45,7 @@ def cli_user_ensure(*, username: str) -> AbstractBaseUser:
 @transaction.atomic
 def corpus_create(*, creator: AbstractBaseUser, name: str, description: str = "") -> Corpus:
     name = " ".join((name or "").split())
-    if not name or len(name) > CORPUS_NAME_MAX_LENGTH:
+    if not name or len(name) > CORPUS_NAME_MAX_LENGTH or "\x00" in name:
         raise CorpusNameInvalid(f"a corpus name is 1 to {CORPUS_NAME_MAX_LENGTH} characters", field="name")
     if Corpus.objects.filter(creator=creator, name=name).exists():
         raise CorpusNameTaken(f"you already have a corpus named {name!r}", field="name")

@@ -85,6 +85,8 @@ def report_start(
     if not user.is_authenticated or not user.has_perm(VIEW_CORPUS, corpus):
         raise ReportPermissionDenied("you may not read this corpus", field="corpus_id")
     prompt = (prompt or "").strip()
+    if "\x00" in prompt + (rubric or "") + (title or ""):
+        raise PromptInvalid("text must not contain NUL characters", field="prompt")
     if not prompt or len(prompt) > PROMPT_MAX_CHARS:
         raise PromptInvalid(f"a research prompt is 1 to {PROMPT_MAX_CHARS:,} characters", field="prompt")
     depth = depth or DEFAULT_DEPTH

@@ -94,6 +94,7 @@ class DeepciteGraphQLView(GraphQLView):
         )
         # Passing validation_rules replaces graphql-core's standard rules: keep them.
         kwargs.setdefault("validation_rules", (*specified_rules, self.limits))
+        kwargs.setdefault("middleware", [RefuseNul()])
         super().__init__(**kwargs)
 
     def dispatch(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
@@ -122,6 +123,13 @@ class DeepciteGraphQLView(GraphQLView):
             if refused:
                 return ExecutionResult(data=None, errors=refused)
         return super().execute_graphql_request(request, data, query, variables, operation_name, show_graphiql)
+
+    def get_graphql_params(self, request, data):
+        params = super().get_graphql_params(request, data)
+        if _contains_nul(params[:3]):
+            # No text field can store a NUL (PostgreSQL refuses it): refuse it at the door.
+            raise _Rejected(_error(400, "invalid_input", "text must not contain NUL characters"))
+        return params
 
     def parse_body(self, request: HttpRequest):
         # The base view decodes an application/graphql body without catching a bad encoding, and
@@ -172,6 +180,30 @@ class DeepciteGraphQLView(GraphQLView):
             formatted["extensions"] = {"code": "internal_error"}
             return formatted
         return {"message": str(error)}
+
+
+class InvalidInput(ApplicationError):
+    code = "invalid_input"
+
+
+class RefuseNul:
+    """Graphene middleware: an argument holding a NUL (a literal like "a\\u0000b" in the query
+    text, which the body check cannot see) is refused before its resolver runs."""
+
+    def resolve(self, next_, root, info, **args):
+        if args and _contains_nul(args):
+            raise InvalidInput("text must not contain NUL characters")
+        return next_(root, info, **args)
+
+
+def _contains_nul(value) -> bool:
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_contains_nul(k) or _contains_nul(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return any(_contains_nul(v) for v in value)
+    return False
 
 
 def _error(status: int, code: str, message: str) -> JsonResponse:

@@ -465,3 +465,22 @@ def test_revoke_a_missing_or_malformed_token(gql, user):
 def test_human_message_is_stored_before_the_reply(gql, corpus, samples):
     gql.data(SEND, {"c": gid("Corpus", corpus.pk), "text": "Who is the buyer?"})
     assert [m.role for m in ChatMessage.objects.order_by("pk")] == [MessageRole.HUMAN, MessageRole.ASSISTANT]
+
+
+def test_nul_characters_are_refused_with_a_code_not_a_500(gql, corpus):
+    # PostgreSQL text cannot hold NUL: the API refuses it before any query runs, whether it
+    # comes in a variable (400) or as an escape inside the query text (a typed error).
+    start = (
+        "mutation($p: String!, $c: ID!) { startResearchReport(corpusId: $c, prompt: $p) { errors { code } } }"
+    )
+    for query, variables in [
+        (start, {"p": "liability\x00", "c": gid("Corpus", corpus.pk)}),
+        ("query($s: String!) { researchReportBySlug(slug: $s) { id } }", {"s": "a\x00b"}),
+    ]:
+        status, body = gql(query, variables)
+        assert (status, body["errors"][0]["extensions"]["code"]) == (400, "invalid_input")
+    status, body = gql('{ researchReportBySlug(slug: "a\\u0000b") { id } }')
+    assert status == 200
+    assert body["errors"][0]["extensions"]["code"] == "invalid_input"
+    assert body["data"] == {"researchReportBySlug": None}
+    assert ResearchReport.objects.count() == 0
