@@ -31,6 +31,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from common import temporary_postgres
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_POSTGRES = "postgres://postgres@127.0.0.1:5432/postgres"
 DEFAULT_REDIS = "redis://127.0.0.1:6379/11"
@@ -86,26 +88,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 # --- Fresh databases and Django ---------------------------------------------------------------
-def temporary_postgres(server_url: str, prefix: str) -> tuple[str, Callable[[], None]]:
-    """Create an empty database on the server; return its URL and a function that drops it."""
-    import psycopg
-
-    name = f"{prefix}_{os.getpid()}"
-    with psycopg.connect(server_url, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {name}")
-        admin.execute(f"CREATE DATABASE {name}")
-    base = server_url.rsplit("/", 1)[0]
-
-    def drop() -> None:
-        from django.db import connections
-
-        connections.close_all()
-        with psycopg.connect(server_url, autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-
-    return f"{base}/{name}", drop
-
-
 def temporary_sqlite(name: str) -> str:
     folder = tempfile.mkdtemp(prefix="deepcite-bench-")
     atexit.register(shutil.rmtree, folder, ignore_errors=True)

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from common import temporary_postgres
 from concurrency import (
     DEFAULT_POSTGRES,
     ModelServer,
@@ -29,7 +30,6 @@ from concurrency import (
     setup_django,
     start_worker,
     stop_worker,
-    temporary_postgres,
 )
 
 DEFAULT_REDIS = "redis://127.0.0.1:6379/12"

@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from common import percentile, temporary_postgres
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "cuad"
 TARGET_MS = 10.0
@@ -115,32 +117,6 @@ def setup_django(database_url: str) -> None:
     app.conf.task_always_eager = True
     app.conf.task_eager_propagates = True
     call_command("migrate", verbosity=0)
-
-
-def temporary_postgres(server_url: str):
-    """Create an empty database on the server; return its URL and a function that drops it."""
-    import psycopg
-
-    name = f"deepcite_bench_engine_{os.getpid()}"
-    with psycopg.connect(server_url, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {name}")
-        admin.execute(f"CREATE DATABASE {name}")
-    base = server_url.rsplit("/", 1)[0]
-
-    def drop() -> None:
-        from django.db import connections
-
-        connections.close_all()
-        with psycopg.connect(server_url, autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {name}")
-
-    return f"{base}/{name}", drop
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
-    return ordered[index]
 
 
 # --- The scripted model ----------------------------------------------------------------------
@@ -411,7 +387,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if not contracts_dir.is_dir():
         sys.exit(f"CUAD not found at {args.data} (expected ../shared/data/cuad beside the checkout)")
     if args.postgres:
-        database_url, drop = temporary_postgres(args.postgres)
+        database_url, drop = temporary_postgres(args.postgres, "deepcite_bench_engine")
         atexit.register(drop)
     else:
         folder = tempfile.mkdtemp(prefix="deepcite-bench-")

@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from common import percentile, temporary_postgres
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "cuad"
 QUERIES_FILE = Path(__file__).resolve().parent / "cuad_queries.json"
@@ -71,26 +73,6 @@ def setup_django(database_url: str) -> None:
     call_command("migrate", verbosity=0)
 
 
-def temporary_postgres(server_url: str):
-    """Create an empty database on the server; return its URL and a function that drops it."""
-    import psycopg
-
-    name = f"deepcite_bench_{os.getpid()}"
-    with psycopg.connect(server_url, autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {name}")
-        admin.execute(f"CREATE DATABASE {name}")
-    base = server_url.rsplit("/", 1)[0]
-
-    def drop() -> None:
-        from django.db import connections
-
-        connections.close_all()
-        with psycopg.connect(server_url, autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {name}")
-
-    return f"{base}/{name}", drop
-
-
 # --- Gold ------------------------------------------------------------------------------------
 def file_key(name: str) -> str:
     """master_clauses.csv names match the files after dropping case, punctuation and suffix."""
@@ -133,12 +115,6 @@ def ingest(corpus, paths: list[Path]) -> dict:
         "documents_per_second": round(len(paths) / seconds, 2),
         "passages_per_second": round(passages / seconds, 1),
     }
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    index = min(len(ordered) - 1, max(0, round(q / 100 * (len(ordered) - 1))))
-    return ordered[index]
 
 
 def latency(fns: dict, queries: list[str]) -> dict:
@@ -318,7 +294,7 @@ def main() -> None:
     spec = {k: v for k, v in json.loads(QUERIES_FILE.read_text()).items() if not k.startswith("_")}
 
     if args.postgres:
-        database_url, drop = temporary_postgres(args.postgres)
+        database_url, drop = temporary_postgres(args.postgres, "deepcite_bench")
         atexit.register(drop)
     else:
         database_url = f"sqlite:///{Path(tempfile.mkdtemp(prefix='deepcite-bench-')) / 'bench.sqlite3'}"
