@@ -1,16 +1,12 @@
 """The concurrency benchmark still runs end to end through a real worker process and prints the
 JSON it promises (two runs with a fast model; the figures come from full runs, never tests)."""
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 import redis
 from django.db import connection
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.runner import run_bench
+
 BROKER_URL = "redis://127.0.0.1:6379/14"
 RESULT_FIELDS = {
     "n",
@@ -45,31 +41,18 @@ def test_concurrency_bench_prints_one_json_object(tmp_path):
     _redis_or_skip()
     out = tmp_path / "concurrency.json"
 
-    completed = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "concurrency.py"),
-            "--n",
-            "2",
-            "--latency",
-            "0.2",
-            "--redis",
-            BROKER_URL,
-            *_database_args(),
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
+    result = run_bench(
+        "concurrency.py",
+        "--n",
+        "2",
+        "--latency",
+        "0.2",
+        "--redis",
+        BROKER_URL,
+        *_database_args(),
+        out=out,
         timeout=180,
-        check=False,
-        cwd=ROOT,
     )
-
-    assert completed.returncode == 0, completed.stderr[-2000:]
-    [line] = completed.stdout.strip().splitlines()
-    result = json.loads(line)
-    assert result == json.loads(out.read_text())
     assert result["benchmark"] == "concurrency"
     assert result["database"].startswith(connection.vendor if connection.vendor == "sqlite" else "postgresql")
     assert result["model_latency_seconds"] == 0.2

@@ -1,16 +1,12 @@
 """The durability benchmark still runs end to end: one SIGKILL-mid-run trial through real worker
 processes, Redis and PostgreSQL (the full 20 trials come from bench/durability.py itself)."""
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 import redis
 from django.db import connection
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.bench.runner import run_bench
+
 BROKER_URL = "redis://127.0.0.1:6379/15"
 
 
@@ -25,30 +21,9 @@ def test_durability_bench_runs_one_trial(tmp_path):
     server = f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/postgres"
     out = tmp_path / "durability.json"
 
-    completed = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "durability.py"),
-            "--trials",
-            "1",
-            "--postgres",
-            server,
-            "--redis",
-            BROKER_URL,
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-        cwd=ROOT,
+    result = run_bench(
+        "durability.py", "--trials", "1", "--postgres", server, "--redis", BROKER_URL, out=out, timeout=180
     )
-
-    assert completed.returncode == 0, completed.stderr[-2000:]
-    [line] = completed.stdout.strip().splitlines()
-    result = json.loads(line)
-    assert result == json.loads(out.read_text())
     assert result["benchmark"] == "durability"
     assert result["trials"] == 1
     [trial] = result["per_trial"]

@@ -1,13 +1,12 @@
 """The engine benchmark still runs end to end and prints the JSON it promises (one run on a few
 contracts; the figures themselves come from full runs, never from tests)."""
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from django.db import connection
+
+from tests.bench.runner import run_bench
 
 ROOT = Path(__file__).resolve().parents[2]
 CUAD = ROOT.parent / "shared" / "data" / "cuad"
@@ -21,28 +20,7 @@ def test_engine_bench_prints_one_json_object(tmp_path):
         pytest.skip("the benchmark makes its own SQLite database; one run per CI is enough")
     out = tmp_path / "engine.json"
 
-    completed = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "engine.py"),
-            "--contracts",
-            "3",
-            "--runs",
-            "1",
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        cwd=ROOT,
-    )
-
-    assert completed.returncode == 0, completed.stderr[-2000:]
-    [line] = completed.stdout.strip().splitlines()
-    result = json.loads(line)
-    assert result == json.loads(out.read_text())
+    result = run_bench("engine.py", "--contracts", "3", "--runs", "1", out=out, timeout=600)
     assert result["benchmark"] == "engine"
     assert result["database"] == "sqlite (fresh temporary file)"
     assert result["corpus"]["contracts"] == 3

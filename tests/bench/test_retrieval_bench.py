@@ -1,13 +1,12 @@
 """The benchmark script still runs end to end and prints the JSON it promises (on a few
 contracts; the figures themselves come from full runs, never from tests)."""
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from django.db import connection
+
+from tests.bench.runner import run_bench
 
 ROOT = Path(__file__).resolve().parents[2]
 CUAD = ROOT.parent / "shared" / "data" / "cuad"
@@ -22,32 +21,19 @@ def test_retrieval_bench_prints_one_json_object(tmp_path):
         pytest.skip("the benchmark makes its own SQLite database; one run per CI is enough")
     out = tmp_path / "bench.json"
 
-    completed = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "bench" / "retrieval.py"),
-            "--contracts",
-            "12",
-            "--dense-contracts",
-            "4",
-            "--latency-queries",
-            "10",
-            "--bootstrap",
-            "20",
-            "--out",
-            str(out),
-        ],
-        capture_output=True,
-        text=True,
+    result = run_bench(
+        "retrieval.py",
+        "--contracts",
+        "12",
+        "--dense-contracts",
+        "4",
+        "--latency-queries",
+        "10",
+        "--bootstrap",
+        "20",
+        out=out,
         timeout=600,
-        check=False,
-        cwd=ROOT,
     )
-
-    assert completed.returncode == 0, completed.stderr[-2000:]
-    [line] = completed.stdout.strip().splitlines()
-    result = json.loads(line)
-    assert result == json.loads(out.read_text())
     assert result["ingest_all"]["documents"] == 12
     assert result["ingest_all"]["lexical_hit_immediately"] is True
     assert result["dense_subset"]["contracts"] == 4
