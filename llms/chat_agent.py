@@ -12,6 +12,7 @@ from config.exceptions import ApplicationError
 from conversations.models import ChatMessage, Conversation
 from corpora.models import Corpus
 from corpora.selectors import passage_search
+from llms.passages import passage_view
 from research.exceptions import ReportAlreadyActive
 from research.models import ResearchReport
 from research.services import report_start
@@ -52,19 +53,7 @@ async def search_passages(ctx: RunContext[ChatDeps], query: str, top_k: int = 5)
             )
         except ApplicationError as exc:
             return f"error[{exc.code}]: {exc.message}"
-        return {
-            "results": [
-                {
-                    "passage_id": h.passage.pk,
-                    "document_id": h.passage.document_id,
-                    "document_title": h.passage.document.title,
-                    "page": h.passage.page,
-                    "is_heading": h.passage.is_heading,
-                    "text": h.passage.text,
-                }
-                for h in hits
-            ]
-        }
+        return {"results": [passage_view(h.passage) for h in hits]}
 
     return await sync_to_async(run, thread_sensitive=True)()
 

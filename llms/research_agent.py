@@ -19,6 +19,7 @@ from corpora.exceptions import EmbeddingUnavailable
 from corpora.models import Corpus, Passage
 from corpora.selectors import document_list, passage_exact_search, passage_neighbours, passage_search
 from llms.breaker import breakers
+from llms.passages import passage_view
 from llms.prompts import RESEARCH_INSTRUCTIONS
 from research.services import LeaseLost, ToolCall, finding_record, report_plan_record, report_tool_call_record
 
@@ -227,21 +228,9 @@ async def _retrieval(
         )
         deps.seen_status = report.status
         deps.retrieved.update(ids)
-        return {"results": [_passage_view(p) for p in passages]}
+        return {"results": [passage_view(p) for p in passages]}
 
     return await sync_to_async(work, thread_sensitive=True)()
-
-
-def _passage_view(passage: Passage) -> dict[str, Any]:
-    return {
-        "passage_id": passage.pk,
-        "document_id": passage.document_id,
-        "document_title": passage.document.title,
-        "page": passage.page,
-        "heading": " > ".join(passage.heading_path or []),
-        "is_heading": passage.is_heading,
-        "text": passage.text,
-    }
 
 
 def _log(deps: ResearchDeps, call: ToolCall) -> None:
