@@ -3,17 +3,18 @@ answers is scripted by the test (the model's "mind"); everything between the age
 server — the OpenAI client, HTTP, JSON, tool-call plumbing — is the real thing."""
 
 import json
-import threading
 import uuid
 from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.local_server import LocalServer
 
 # Given the request body, return {"tool_calls": [(name, arguments), ...]} or {"content": "..."}.
 Script = Callable[[dict[str, Any]], dict[str, Any]]
 
 
-class ChatServer:
+class ChatServer(LocalServer):
     def __init__(self, script: Script) -> None:
         self.requests: list[dict[str, Any]] = []
         server = self
@@ -47,17 +48,7 @@ class ChatServer:
             def log_message(self, *args):
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Handler)
 
 
 def _completion(body: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:

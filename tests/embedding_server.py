@@ -4,8 +4,9 @@ are hashed bags of words: texts that share words are close, so rankings are chec
 import hashlib
 import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from tests.local_server import LocalServer
 
 DIM = 64
 
@@ -18,7 +19,7 @@ def bag_of_words_vector(text: str) -> list[float]:
     return vector
 
 
-class EmbeddingServer:
+class EmbeddingServer(LocalServer):
     def __init__(self) -> None:
         self.requests: list[dict] = []
         self.fail_with: int | None = None
@@ -47,14 +48,4 @@ class EmbeddingServer:
             def log_message(self, *args):
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        super().__init__(Handler)
