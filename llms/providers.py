@@ -3,13 +3,12 @@ the default when no provider is configured), any PydanticAI model string such as
 `openai:gpt-4o-mini` or `anthropic:claude-sonnet-4-5`, or `openai-compatible:<model>` with
 `LLM_BASE_URL` for Ollama, vLLM and other OpenAI-compatible servers."""
 
+import asyncio
 import functools
-import ssl
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from django.conf import settings
-from openai import AsyncOpenAI, DefaultAsyncHttpxClient
 from pydantic_ai.models import Model, infer_model
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
@@ -17,6 +16,7 @@ from pydantic_ai.providers.openai import OpenAIProvider
 from config.exceptions import ApplicationError
 from llms.offline import OFFLINE_MODEL_NAME, offline_model
 from llms.offline_chat import OFFLINE_CHAT_MODEL_NAME, offline_chat_model
+from llms.openai_client import ChatCompletionsClient, openai_client
 from llms.retrying import RetryingModel
 
 OFFLINE = "offline"
@@ -38,18 +38,17 @@ class ChosenModel:
     aclose: Callable[[], Awaitable[None]] | None = None
 
 
-@functools.cache
-def _ssl_context() -> ssl.SSLContext:
-    """One per process: loading the CA bundle costs ~20 ms of CPU, and a worker starts many runs."""
-    return ssl.create_default_context()
-
-
-def research_model(*, breadth: int, search_top_k: int, depth: str) -> ChosenModel:
+def research_model(
+    *, breadth: int, search_top_k: int, depth: str, shared_client: bool = False
+) -> ChosenModel:
+    """A model for one run. With shared_client (a run on the process's run loop), the HTTP
+    client and its connection pool are the loop's, shared by every run it carries; otherwise
+    the run gets a client of its own, closed with ChosenModel.aclose."""
     spec = (settings.RESEARCH_MODEL or OFFLINE).strip()
     if spec == OFFLINE:
         model = offline_model(breadth=breadth, search_top_k=search_top_k, depth=depth)
         return ChosenModel(model, OFFLINE_MODEL_NAME, ENGINE_OFFLINE)
-    return _configured(spec)
+    return _configured(spec, shared_client=shared_client)
 
 
 def chat_model() -> ChosenModel:
@@ -60,21 +59,29 @@ def chat_model() -> ChosenModel:
     return _configured(spec)
 
 
-def _configured(spec: str) -> ChosenModel:
+def _configured(spec: str, *, shared_client: bool = False) -> ChosenModel:
     if spec.startswith(OPENAI_COMPATIBLE):
         name = spec.removeprefix(OPENAI_COMPATIBLE)
         if not settings.LLM_BASE_URL or not name:
             raise ModelConfigurationError(f"{spec!r} needs LLM_BASE_URL and a model name")
-        # The SDK's own retries are off: RetryingModel retries, honours Retry-After and counts.
-        client = AsyncOpenAI(
-            base_url=settings.LLM_BASE_URL,
-            api_key=settings.LLM_API_KEY or "not-needed",
-            max_retries=0,
-            http_client=DefaultAsyncHttpxClient(verify=_ssl_context()),
-        )
+        base_url, api_key = settings.LLM_BASE_URL, settings.LLM_API_KEY or "not-needed"
+        if shared_client:
+            client, aclose = _loop_client(asyncio.get_running_loop(), base_url, api_key), None
+        else:
+            client = openai_client(base_url, api_key)
+            aclose = client.close
+        # A model per run (RetryingModel counts the run's retries); only the client is shared.
         model = OpenAIChatModel(name, provider=OpenAIProvider(openai_client=client))
-        return ChosenModel(RetryingModel(model), spec, ENGINE_LLM, aclose=client.close)
+        return ChosenModel(RetryingModel(model), spec, ENGINE_LLM, aclose=aclose)
     try:
         return ChosenModel(RetryingModel(infer_model(spec)), spec, ENGINE_LLM)
     except Exception as exc:  # unknown provider prefix, missing API key, missing extra
         raise ModelConfigurationError(f"cannot use model {spec!r}: {exc}") from exc
+
+
+@functools.lru_cache(maxsize=8)
+def _loop_client(loop: asyncio.AbstractEventLoop, base_url: str, api_key: str) -> ChatCompletionsClient:
+    """One client per event loop and endpoint: its keep-alive connections serve every run on the
+    loop (an httpx client belongs to the loop its connections were opened on). Each run in
+    flight holds a connection; they stay open between its requests rather than being re-dialled."""
+    return openai_client(base_url, api_key, keep_alive=1000)

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any, Literal
 
-from asgiref.sync import sync_to_async
 from django.db import DatabaseError
 from pydantic import BaseModel, Field
 from pydantic_ai import Agent, RunContext, ToolOutput
@@ -21,6 +20,7 @@ from corpora.selectors import document_list, passage_exact_search, passage_neigh
 from llms.breaker import breakers
 from llms.passages import passage_view
 from llms.prompts import RESEARCH_INSTRUCTIONS
+from research.runloop import database
 from research.services import LeaseLost, ToolCall, finding_record, report_plan_record, report_tool_call_record
 
 logger = logging.getLogger(__name__)
@@ -60,7 +60,7 @@ research_agent = Agent(
 
 
 @research_agent.instructions
-def _instructions(ctx: RunContext[ResearchDeps]) -> str:
+async def _instructions(ctx: RunContext[ResearchDeps]) -> str:
     return RESEARCH_INSTRUCTIONS.format(breadth=ctx.deps.breadth)
 
 
@@ -139,7 +139,7 @@ async def list_documents(ctx: RunContext[ResearchDeps]) -> dict[str, Any] | str:
         _log(deps, ToolCall("list_documents", {}, _ms(started), f"{len(documents)} documents"))
         return {"documents": documents}
 
-    return await sync_to_async(work, thread_sensitive=True)()
+    return await database(work)
 
 
 # --- Scratchpad tools -----------------------------------------------------------------------
@@ -155,7 +155,7 @@ async def record_plan(ctx: RunContext[ResearchDeps], questions: list[str]) -> st
         _log(deps, ToolCall("record_plan", {"questions": cleaned}, _ms(started), f"{len(cleaned)} questions"))
         return f"plan recorded: {len(cleaned)} questions"
 
-    return await sync_to_async(work, thread_sensitive=True)()
+    return await database(work)
 
 
 @research_agent.tool
@@ -180,14 +180,14 @@ async def record_finding(
             return f"error[{exc.code}]: {exc.message}"
         return f"recorded finding {finding['id']} (passage {finding['passage_id']})"
 
-    return await sync_to_async(work, thread_sensitive=True)()
+    return await database(work)
 
 
 # --- Helpers --------------------------------------------------------------------------------
 async def _retrieval(
     ctx: RunContext[ResearchDeps], tool: str, arguments: dict[str, Any], run: Callable[[], list[Passage]]
 ) -> dict[str, Any] | str:
-    """Run a retrieval in the caller's database thread, add what it returned to the run's
+    """Run a retrieval on the run's database thread, add what it returned to the run's
     accumulator (the only ids a finding may cite) and log the call, in one write."""
     deps = ctx.deps
     breaker = breakers.for_endpoint(f"{tool}:{arguments.get('mode', '')}")
@@ -230,7 +230,7 @@ async def _retrieval(
         deps.retrieved.update(ids)
         return {"results": [passage_view(p) for p in passages]}
 
-    return await sync_to_async(work, thread_sensitive=True)()
+    return await database(work)
 
 
 def _log(deps: ResearchDeps, call: ToolCall) -> None:

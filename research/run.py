@@ -2,9 +2,8 @@
 finalize. Cancel is checked between agent steps; a budget or the time limit running out
 salvages the findings into the report; any other error fails the report with its findings kept.
 
-The agent loop runs on an event loop while every database call goes back to the calling thread
-(async_to_sync + thread-sensitive sync_to_async), so a run sees the same connection and
-transaction as its caller."""
+A worker carries runs on the process's run loop (research.runloop); report_run drives one from
+a synchronous caller, its database work in that caller's thread and transaction."""
 
 import asyncio
 import logging
@@ -12,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from asgiref.sync import async_to_sync, sync_to_async
+from asgiref.sync import async_to_sync
 from django.utils import timezone
 from pydantic_ai import UsageLimits
 from pydantic_ai.exceptions import UsageLimitExceeded
@@ -25,6 +24,7 @@ from llms.providers import research_model
 from llms.research_agent import ResearchDeps, research_agent
 from research.constants import DEPTH_PRESETS, ERROR_MAX_CHARS
 from research.models import ReportStatus, ResearchReport
+from research.runloop import database, on_run_loop
 from research.selectors import report_cancel_pending
 from research.services import (
     LeaseLost,
@@ -51,25 +51,31 @@ class RunEnd:
 
 
 def report_run(*, report_id: int) -> ResearchReport | None:
+    """Run a queued report to its end from a synchronous caller (see report_run_async)."""
+    return async_to_sync(report_run_async)(report_id=report_id)
+
+
+async def report_run_async(*, report_id: int) -> ResearchReport | None:
     """Run a queued report to its end, or back to the queue after a transient failure. A
     missing, ended or already-taken report is a no-op (returns None), so a task delivered twice
     does nothing the second time."""
-    report = report_mark_running(report_id=report_id)
+    report = await database(report_mark_running, report_id=report_id)
     if report is None:
         return None
     lease = report.lease_token
     try:
-        end = async_to_sync(_drive)(report)
+        end = await _drive(report)
     except LeaseLost:
         logger.warning("research run %s was taken over by another worker; this one stops", report_id)
         return None
     except Exception as exc:  # the report must end, whatever went wrong
         logger.exception("research run %s failed", report_id)
         end = RunEnd(Outcome.FAILED, error=_describe(exc))
-    if end.transient is not None and _requeue(report, end):
-        return ResearchReport.objects.get(pk=report_id)
+    if end.transient is not None and await database(_requeue, report, end):
+        return await database(ResearchReport.objects.get, pk=report_id)
     try:
-        return report_finalize(
+        return await database(
+            report_finalize,
             report_id=report_id,
             outcome=end.outcome,
             draft=end.draft,
@@ -117,8 +123,13 @@ def report_salvage_on_timeout(*, report_id: int) -> ResearchReport:
 
 async def _drive(report: ResearchReport) -> RunEnd:
     preset = DEPTH_PRESETS[report.depth]
-    corpus = await sync_to_async(_corpus_for_creator, thread_sensitive=True)(report)
-    chosen = research_model(breadth=preset.breadth, search_top_k=preset.search_top_k, depth=report.depth)
+    corpus = await database(_corpus_for_creator, report)
+    chosen = research_model(
+        breadth=preset.breadth,
+        search_top_k=preset.search_top_k,
+        depth=report.depth,
+        shared_client=on_run_loop(),
+    )
     deps = ResearchDeps(
         report_id=report.pk,
         corpus=corpus,
@@ -179,7 +190,7 @@ async def _drive(report: ResearchReport) -> RunEnd:
             raise
         return RunEnd(Outcome.FAILED, error=_describe(exc), usage=usage(), transient=exc)
     finally:
-        if chosen.aclose is not None:  # on this run's loop, before async_to_sync closes it
+        if chosen.aclose is not None:  # a client of this run's own, on the loop that used it
             await chosen.aclose()
 
 
@@ -187,7 +198,7 @@ async def _cancel_pending(deps: ResearchDeps) -> bool:
     seen, deps.seen_status = deps.seen_status, None
     if seen is not None:  # the step's own write read the status under its row lock
         return seen in (ReportStatus.CANCELLING, ReportStatus.CANCELLED)
-    return await sync_to_async(report_cancel_pending, thread_sensitive=True)(report_id=deps.report_id)
+    return await database(report_cancel_pending, report_id=deps.report_id)
 
 
 def _checkpoint(report: ResearchReport) -> list[str]:

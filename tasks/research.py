@@ -1,17 +1,19 @@
 """Research runs in the background. With a broker, the Celery task `run_research`; without one,
-a small in-process thread pool, so `runserver` and the CLI work with no services at all."""
+the in-process pool, so `runserver` and the CLI work with no services at all. Both carry their
+runs on the process's run loop (research.runloop)."""
 
+import asyncio
 import logging
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from concurrent.futures import wait as futures_wait
 
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
-from django.db import close_old_connections, connection
 
-from research.run import report_fail_unstarted, report_run, report_salvage_on_timeout
+from research.run import report_fail_unstarted, report_run_async, report_salvage_on_timeout
+from research.runloop import database, run_loop
 from research.services import reports_reap_stalled
 
 logger = logging.getLogger(__name__)
@@ -24,30 +26,34 @@ HARD_LIMIT_GRACE_SECONDS = 120
 
 @shared_task(name="research.run_research", acks_late=True, ignore_result=True)
 def run_research(report_id: int) -> None:
+    # The worker thread waits here while the run loop carries the run with the others.
+    run = run_loop.submit(report_run_async, report_id=report_id)
     try:
-        report_run(report_id=report_id)
-    except SoftTimeLimitExceeded:
+        run.result()
+    except SoftTimeLimitExceeded:  # a prefork worker's soft limit: stop the run, keep its findings
+        run.cancel()
         report_salvage_on_timeout(report_id=report_id)
 
 
 class InProcessResearchPool:
-    """Research runs started by this process when there is no broker, a thread each."""
+    """Research runs started by this process when there is no broker, at most
+    RESEARCH_INPROCESS_WORKERS at once."""
 
     def __init__(self) -> None:
-        self._executor: ThreadPoolExecutor | None = None
         self._futures: set[Future] = set()
         self._lock = threading.Lock()
+        self._slots: asyncio.Semaphore | None = None
 
     def submit(self, report_id: int) -> Future:
+        future = run_loop.submit(self._run, report_id)
         with self._lock:
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(
-                    max_workers=settings.RESEARCH_INPROCESS_WORKERS, thread_name_prefix="deepcite-research"
-                )
-            future = self._executor.submit(self._run, report_id)
             self._futures.add(future)
-        future.add_done_callback(self._futures.discard)
+        future.add_done_callback(self._discard)
         return future
+
+    def _discard(self, future: Future) -> None:
+        with self._lock:
+            self._futures.discard(future)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait for every run submitted so far; False if some are still running at the timeout."""
@@ -56,16 +62,17 @@ class InProcessResearchPool:
         _done, not_done = futures_wait(pending, timeout=timeout)
         return not not_done
 
-    @staticmethod
-    def _run(report_id: int) -> None:
-        try:
-            close_old_connections()
-            report_run(report_id=report_id)
-        except Exception as exc:  # the run could not even start or finalize: end it if we can
-            logger.exception("in-process research run %s failed", report_id)
-            report_fail_unstarted(report_id=report_id, error=f"{type(exc).__name__}: {exc}")
-        finally:
-            connection.close()
+    async def _run(self, report_id: int) -> None:
+        if self._slots is None:  # made on the run loop, which is the only one using it
+            self._slots = asyncio.Semaphore(settings.RESEARCH_INPROCESS_WORKERS)
+        async with self._slots:
+            try:
+                await report_run_async(report_id=report_id)
+            except Exception as exc:  # the run could not even start or finalize: end it if we can
+                logger.exception("in-process research run %s failed", report_id)
+                await database(
+                    report_fail_unstarted, report_id=report_id, error=f"{type(exc).__name__}: {exc}"
+                )
 
 
 in_process_pool = InProcessResearchPool()

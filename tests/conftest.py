@@ -5,6 +5,15 @@ from pydantic_ai import models as pydantic_ai_models
 from corpora.retrieval.dense import dense_indexes
 from corpora.retrieval.lexical import term_statistics
 from corpora.services import corpus_create
+from research.runloop import run_loop
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _run_loop_connections_closed(django_db_setup):
+    """The run loop's database threads keep their connections between runs; they are closed
+    before the test database is dropped (torn down before django_db_setup)."""
+    yield
+    run_loop.close_database_connections()
 
 
 @pytest.fixture(autouse=True)

@@ -147,8 +147,11 @@ RESEARCH_LEASE_SECONDS = env_int("RESEARCH_LEASE_SECONDS", 600)
 RESEARCH_STALL_SECONDS = env_int("RESEARCH_STALL_SECONDS", 600)
 # Re-queues after a transient failure or a stall before a run ends FAILED.
 RESEARCH_TASK_MAX_RETRIES = env_int("RESEARCH_TASK_MAX_RETRIES", 2)
-# Research runs at once in one process when there is no broker (a thread each).
+# Research runs at once in one process when there is no broker.
 RESEARCH_INPROCESS_WORKERS = env_int("RESEARCH_INPROCESS_WORKERS", 4)
+# Threads (one database connection each) that do the database work of every research run a
+# process carries; a worker with --concurrency 100 needs no more than a few.
+RESEARCH_DATABASE_THREADS = env_int("RESEARCH_DATABASE_THREADS", 4)
 
 LOGIN_URL = "login"
 
