@@ -38,9 +38,11 @@ DEFAULT_POSTGRES = "postgres://postgres@127.0.0.1:5432/postgres"
 DEFAULT_REDIS = "redis://127.0.0.1:6379/11"
 TARGET_RATIO = 0.8
 TARGET_N = 100
-# Connections the benchmark needs besides one per worker thread: this process, the worker's
-# main thread, and room for whatever else is connected to the server.
+# Connections the benchmark needs besides the worker's database threads: this process's two,
+# the worker's main thread, and room for whatever else is connected to the server.
 CONNECTION_HEADROOM = 5
+# The worker's database connections: its research run loop's database threads, whatever N.
+WORKER_DATABASE_THREADS = 4
 SEARCH_QUERY = "liability termination licence"
 METHOD = (
     "One real worker subprocess per N: `python -m celery -A config worker --pool threads "
@@ -63,7 +65,10 @@ METHOD = (
     "rss_per_run = (peak - idle) / N. run_overhead = a run's started_at -> completed_at minus "
     "requests_per_run * latency (the engine's own time per run, under this load); queue_wait = "
     "first publish -> the run's started_at. model_in_flight_max = the most model requests the "
-    "server held at once (N when every worker thread is really running a run)."
+    "server held at once (N when every worker thread is really running a run). "
+    "cpu_bound_ratio_ceiling = (requests_per_run * latency) / worker_cpu_seconds: the ratio the "
+    "worker's CPU allows on one interpreter. worker_database_connections_peak (PostgreSQL only) "
+    "= the most connections to the database besides the benchmark's own, sampled every 0.1 s."
 )
 
 
@@ -78,7 +83,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--database",
         choices=("auto", "sqlite", "postgres"),
         default="auto",
-        help="auto: PostgreSQL when its max_connections leaves room for max(N) worker threads, "
+        help="auto: PostgreSQL when its max_connections leaves room for the worker's database threads, "
         "else a SQLite file (WAL)",
     )
     parser.add_argument("--postgres", default=DEFAULT_POSTGRES, metavar="URL", help="PostgreSQL server")
@@ -116,6 +121,7 @@ def base_env(database_url: str, broker_url: str) -> dict[str, str]:
         "LOG_LEVEL": "WARNING",
         # A worker runs with DEBUG off: no per-query SQL capture growing connection.queries.
         "DEBUG": "0",
+        "RESEARCH_DATABASE_THREADS": str(WORKER_DATABASE_THREADS),
     }
 
 
@@ -209,6 +215,9 @@ class ModelServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"  # keep-alive, as providers do
+            # Headers and body go out in two writes; with Nagle on, the body waits for the
+            # client's delayed ACK of the headers (~40 ms a request), which providers don't add.
+            disable_nagle_algorithm = True
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -409,6 +418,33 @@ class RssSampler:
         self._thread.join()
 
 
+class ConnectionSampler(RssSampler):
+    """On PostgreSQL, the most connections to the benchmark's database other than this
+    process's own: the worker's, which its research run loop keeps to RESEARCH_DATABASE_THREADS."""
+
+    def __init__(self, interval: float = 0.1) -> None:
+        super().__init__(pid=0, interval=interval)
+        self.peak: int | None = None
+
+    def _run(self) -> None:
+        from django.db import connection
+
+        if connection.vendor != "postgresql":
+            return
+        try:
+            with connection.cursor() as cursor:
+                while not self._stop.is_set():
+                    cursor.execute(
+                        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                        "AND pid <> pg_backend_pid()"
+                    )
+                    # Less one: the main thread's connection, which polls the reports.
+                    self.peak = max(self.peak or 0, cursor.fetchone()[0] - 1)
+                    self._stop.wait(self.interval)
+        finally:
+            connection.close()
+
+
 @contextlib.contextmanager
 def publish_clock() -> Iterator[list[float]]:
     """time.time() of every task this process publishes to the broker."""
@@ -496,7 +532,7 @@ def measure(
         server.reset_counters()
         load_before = os.getloadavg()[0]
         cpu_before = tree_cpu_seconds(worker.pid)
-        with RssSampler(worker.pid) as sampler:
+        with RssSampler(worker.pid) as sampler, ConnectionSampler() as connections:
             report_ids, published = start_reports(user, corpora[:n], f"n={n}")
             timeout = 120 + 3 * ideal_run + n * 2
             all_ended = wait_terminal(report_ids, timeout=timeout)
@@ -538,6 +574,10 @@ def measure(
         "worker_cpu_seconds": round(worker_cpu, 2),
         "worker_cpu_per_run_seconds": round(worker_cpu / n, 3),
         "worker_cpu_utilization": round(worker_cpu / wall, 2) if wall else None,
+        # The best ratio this CPU allows: the N runs cannot end before the worker has spent
+        # worker_cpu on one interpreter (one GIL), however well their waits overlap.
+        "cpu_bound_ratio_ceiling": round(min(1.0, ideal_run / worker_cpu), 4) if worker_cpu else None,
+        "worker_database_connections_peak": connections.peak,
         "model_requests": model_requests,
         "model_in_flight_max": in_flight_max,
         "worker_threads_idle": threads_idle,
@@ -567,7 +607,7 @@ def _spread(values: list[float]) -> dict[str, float] | None:
 
 def choose_database(args: argparse.Namespace) -> tuple[str, str, str]:
     """(kind, why, url) for the benchmark's fresh database."""
-    needed = max(args.n) + CONNECTION_HEADROOM
+    needed = WORKER_DATABASE_THREADS + CONNECTION_HEADROOM
     room = postgres_room(args.postgres) if args.database in ("auto", "postgres") else None
     if args.database == "postgres":
         if room is None:
@@ -583,7 +623,7 @@ def choose_database(args: argparse.Namespace) -> tuple[str, str, str]:
             else "PostgreSQL unreachable"
             if room is None
             else f"PostgreSQL max_connections={room[0]} with {room[1]} in use leaves no room for "
-            f"{max(args.n)} worker threads (one connection each) + {CONNECTION_HEADROOM}"
+            f"the worker's {WORKER_DATABASE_THREADS} database threads + {CONNECTION_HEADROOM}"
         )
     if kind == "postgres":
         url, drop = temporary_postgres(args.postgres, "deepcite_bench_concurrency")

@@ -18,6 +18,8 @@ RESULT_FIELDS = {
     "rss_peak_mb",
     "rss_per_run_mb",
     "completed",
+    "cpu_bound_ratio_ceiling",
+    "worker_database_connections_peak",
 }
 
 
@@ -68,3 +70,8 @@ def test_concurrency_bench_prints_one_json_object(tmp_path):
     assert run["model_requests"] == 10
     assert run["ideal_runs_per_second"] == 2.0
     assert run["rss_idle_mb"] > 0
+    assert 0 < run["cpu_bound_ratio_ceiling"] <= 1
+    if connection.vendor == "postgresql":
+        # The run loop's 4 database threads (and the worker's main thread, should it open one),
+        # not a connection per worker thread.
+        assert 1 <= run["worker_database_connections_peak"] <= 5
