@@ -393,23 +393,18 @@ def tree_cpu_seconds(pid: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-class RssSampler:
-    """Samples a process tree's RSS and thread count in the background; keeps the peaks."""
+class Sampler:
+    """Samples something in a background thread every `interval` s while in the with block."""
 
-    def __init__(self, pid: int, interval: float = 0.1) -> None:
-        self.pid, self.interval = pid, interval
-        self.peak_mb = 0.0
-        self.peak_threads = 0
+    def __init__(self, interval: float = 0.1) -> None:
+        self.interval = interval
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
-        while not self._stop.is_set():
-            self.peak_mb = max(self.peak_mb, tree_rss_mb(self.pid))
-            self.peak_threads = max(self.peak_threads, tree_threads(self.pid))
-            self._stop.wait(self.interval)
+        raise NotImplementedError
 
-    def __enter__(self) -> "RssSampler":
+    def __enter__(self) -> Any:
         self._thread.start()
         return self
 
@@ -418,12 +413,28 @@ class RssSampler:
         self._thread.join()
 
 
-class ConnectionSampler(RssSampler):
+class RssSampler(Sampler):
+    """A process tree's RSS and thread count; keeps the peaks."""
+
+    def __init__(self, pid: int, interval: float = 0.1) -> None:
+        super().__init__(interval)
+        self.pid = pid
+        self.peak_mb = 0.0
+        self.peak_threads = 0
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak_mb = max(self.peak_mb, tree_rss_mb(self.pid))
+            self.peak_threads = max(self.peak_threads, tree_threads(self.pid))
+            self._stop.wait(self.interval)
+
+
+class ConnectionSampler(Sampler):
     """On PostgreSQL, the most connections to the benchmark's database other than this
     process's own: the worker's, which its research run loop keeps to RESEARCH_DATABASE_THREADS."""
 
     def __init__(self, interval: float = 0.1) -> None:
-        super().__init__(pid=0, interval=interval)
+        super().__init__(interval)
         self.peak: int | None = None
 
     def _run(self) -> None:
