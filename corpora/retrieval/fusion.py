@@ -6,6 +6,7 @@ weight depends on the query: low for keyword queries, higher for questions. The 
 gets the question's keywords and the dense ranker the whole question. Weights come from
 settings; bench/retrieval.py measures them."""
 
+import heapq
 from dataclasses import dataclass
 
 RRF_K = 60
@@ -38,10 +39,14 @@ def weighted_rrf(
     for rank, (pid, _) in enumerate(dense, start=1):
         dense_ranks[pid] = rank
         scores[pid] = scores.get(pid, 0.0) + dense_weight / (k + rank)
-    ordered = sorted(
-        scores.items(),
-        key=lambda item: (-item[1], lexical_ranks.get(item[0], 1 << 30), item[0]),
+
+    def order(item: tuple[int, float]) -> tuple[float, int, int]:
+        return (-item[1], lexical_ranks.get(item[0], 1 << 30), item[0])
+
+    # Only the first `limit` are needed: a partial selection, not a sort of every candidate.
+    ordered = (
+        sorted(scores.items(), key=order)
+        if limit is None
+        else heapq.nsmallest(limit, scores.items(), key=order)
     )
-    if limit is not None:
-        ordered = ordered[:limit]
     return [FusedHit(pid, score, lexical_ranks.get(pid), dense_ranks.get(pid)) for pid, score in ordered]

@@ -88,6 +88,31 @@ def test_hit_as_dict_has_the_documented_fields(corpus, samples):
     assert hit.passage.document.text[data["start"] : data["end"]] == data["text"]
 
 
+def test_hits_are_whole_passages_with_their_documents_in_one_query(
+    corpus, samples, django_assert_num_queries
+):
+    from corpora.models import Passage
+    from corpora.selectors import _hydrate
+
+    ids = list(Passage.objects.filter(corpus=corpus).order_by("-pk").values_list("pk", flat=True)[:6])
+    ranked = [(pid, 1.0 / (rank + 1)) for rank, pid in enumerate(ids)] + [(10**9, 0.01)]
+
+    with django_assert_num_queries(1):
+        hits = _hydrate(ranked)
+        [hit.as_dict() for hit in hits]
+
+    assert [h.passage.pk for h in hits] == ids  # the ranking's order; unknown ids dropped
+    for hit in hits:
+        stored = Passage.objects.select_related("document").get(pk=hit.passage.pk)
+        for field in Passage._meta.concrete_fields:
+            assert getattr(hit.passage, field.attname) == getattr(stored, field.attname), field.name
+        assert isinstance(hit.passage.heading_path, list)
+        assert isinstance(hit.passage.is_heading, bool)
+        # Left out of the hit's query, loaded on access.
+        assert hit.passage.document.text == stored.document.text
+        assert hit.passage.document.created == stored.document.created
+
+
 ADVERSARIAL = [
     '"',
     '""',
