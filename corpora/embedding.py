@@ -9,12 +9,15 @@ import urllib.error
 import urllib.request
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import lru_cache
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from django.conf import settings
 
 from corpora.exceptions import EmbeddingUnavailable
+
+if TYPE_CHECKING:
+    from corpora.query_encoder import TracedQueryEncoder
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +49,7 @@ class MiniLMEmbedder:
     def __init__(self, *, batch_size: int = 32) -> None:
         self.batch_size = batch_size
         self._model = None
+        self._encoder: TracedQueryEncoder | bool | None = None  # False: tracing failed
         self._lock = threading.Lock()
 
     def _load(self):
@@ -79,7 +83,24 @@ class MiniLMEmbedder:
         return np.asarray(vectors, dtype=np.float32)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self.embed_documents([text])[0]
+        encoder = self._query_encoder()
+        if encoder is None:
+            return self.embed_documents([text])[0]
+        return encoder(text)
+
+    def _query_encoder(self) -> "TracedQueryEncoder | None":
+        if self._encoder is None:
+            model = self._load()
+            with self._lock:
+                if self._encoder is None:
+                    try:
+                        from corpora.query_encoder import TracedQueryEncoder
+
+                        self._encoder = TracedQueryEncoder(model)
+                    except Exception:  # whatever went wrong, encode() still answers
+                        logger.warning("query encoder could not be traced; using encode()", exc_info=True)
+                        self._encoder = False
+        return self._encoder or None
 
 
 class OpenAICompatibleEmbedder:

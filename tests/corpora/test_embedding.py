@@ -149,3 +149,67 @@ def test_minilm_loads_from_the_package_and_ranks_questions(corpus, minilm):
     assert minilm.embed_query("x").shape == (MINILM_DIM,)
     assert "Delaware" in dense.passage.text
     assert "Delaware" in hybrid[0].passage.text
+
+
+# The query path is a traced copy of the encode() pipeline: its vectors must be encode()'s, or
+# query vectors would drift away from the stored passage vectors.
+QUERY_TEXTS = [
+    "cap on liability",
+    "Which contracts limit the amount of damages a party can recover?",
+    "x",
+    "",
+    "Ünïcödé — “curly quotes”, 日本語 and an emoji 😀",
+    "line one\r\nline two\ttabbed",
+    "word " * 400,  # past the 256-token window: truncated as encode() truncates
+]
+
+
+@pytest.mark.embedding
+def test_minilm_query_vectors_equal_the_encode_pipeline(minilm):
+    from corpora.query_encoder import TracedQueryEncoder
+
+    model = minilm._load()
+    encoder = minilm._query_encoder()
+
+    assert isinstance(encoder, TracedQueryEncoder)
+    for text in QUERY_TEXTS:
+        assert encoder.token_ids(text) == model.tokenize([text])["input_ids"][0].tolist()
+        expected = minilm.embed_documents([text])[0]
+        got = minilm.embed_query(text)
+        assert got.dtype == np.float32 and got.shape == (MINILM_DIM,)
+        assert np.abs(got - expected).max() < 1e-5, text
+
+
+@pytest.mark.embedding
+def test_minilm_query_embedding_is_safe_from_many_threads(minilm):
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = QUERY_TEXTS * 4
+    sequential = [minilm.embed_query(t) for t in texts]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        concurrent = list(pool.map(minilm.embed_query, texts))
+
+    for a, b in zip(sequential, concurrent, strict=True):
+        assert np.abs(a - b).max() < 1e-6
+
+
+@pytest.mark.embedding
+def test_minilm_keeps_encode_for_a_pipeline_it_cannot_trace(minilm, caplog):
+    from sentence_transformers import SentenceTransformer
+
+    from corpora.embedding import MiniLMEmbedder
+    from corpora.query_encoder import TracedQueryEncoder
+
+    full = minilm._load()
+    unnormalised = SentenceTransformer(modules=[full[0], full[1]], device="cpu")
+    with pytest.raises(TypeError, match="no traced encoder"):
+        TracedQueryEncoder(unnormalised)
+
+    embedder = MiniLMEmbedder()
+    embedder._model = unnormalised
+    vector = embedder.embed_query("governing law")
+
+    assert embedder._query_encoder() is None
+    assert "could not be traced" in caplog.text
+    expected = unnormalised.encode(["governing law"], normalize_embeddings=True, convert_to_numpy=True)[0]
+    assert np.allclose(vector, expected, atol=1e-6)
