@@ -229,8 +229,8 @@ def _hydrate(ranked: list[tuple[int, float]]) -> list[PassageHit]:
     return [PassageHit(passages[pid], score) for pid, score in ranked if pid in passages]
 
 
-# What a search hit carries: every passage field but its vector, and the document fields below
-# (its text above all loads on access).
+# What a search hit carries: every passage field but its vector, and these document fields (the
+# rest, the document's text above all, load on access).
 _HIT_DOCUMENT_FIELDS = ("id", "corpus_id", "title", "source_name", "file_type", "page_count")
 
 
