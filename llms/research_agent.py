@@ -168,7 +168,7 @@ async def record_finding(
 
     def work() -> str:
         try:
-            finding = finding_record(
+            recorded = finding_record(
                 report_id=deps.report_id,
                 claim=claim,
                 quote=quote,
@@ -178,6 +178,8 @@ async def record_finding(
             )
         except ApplicationError as exc:
             return f"error[{exc.code}]: {exc.message}"
+        deps.seen_status = recorded.report_status
+        finding = recorded.finding
         return f"recorded finding {finding['id']} (passage {finding['passage_id']})"
 
     return await database(work)

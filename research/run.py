@@ -139,6 +139,8 @@ async def _drive(report: ResearchReport) -> RunEnd:
         document_ids=list(report.document_scope) or None,
         lease_token=report.lease_token,
         retrieved=set(report.retrieved_passage_ids),
+        # Read by the write that took the lease: the first step needs no query of its own.
+        seen_status=report.status,
     )
     limits = UsageLimits(
         request_limit=report.max_steps,

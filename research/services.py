@@ -212,7 +212,8 @@ def report_mark_running(*, report_id: int) -> ResearchReport | None:
     """Take the run's lease. QUEUED -> RUNNING; or a RUNNING/CANCELLING report whose lease has
     expired (its worker died) is taken over as it stands. None when the report is gone, ended,
     or held by a live lease: a task delivered twice runs once."""
-    report = ResearchReport.objects.filter(pk=report_id).first()
+    # With its creator: the run checks the creator's access to the corpus next.
+    report = ResearchReport.objects.select_related("creator").filter(pk=report_id).first()
     if report is None:
         return None
     now = timezone.now()
@@ -420,6 +421,14 @@ def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "\u2026"
 
 
+@dataclass(frozen=True)
+class FindingRecorded:
+    finding: dict[str, Any]
+    # The report's status as the finding's write read it under its row lock: the run needs no
+    # query of its own to see a cancel requested before this step.
+    report_status: str
+
+
 def finding_record(
     *,
     report_id: int,
@@ -428,7 +437,7 @@ def finding_record(
     passage_ids: Sequence[int],
     section: str | None = None,
     lease_token: str | None = None,
-) -> dict[str, Any]:
+) -> FindingRecorded:
     """Record a finding if its passages were retrieved by this run and its quote is verbatim in
     one of them; otherwise FindingRejected with a message the agent can act on. Atomic: the
     finding, its log entry and the counters are written together, under one row lock."""
@@ -445,7 +454,7 @@ def finding_record(
             outcome = f"recorded finding {finding['id']}"
             call = ToolCall("record_finding", arguments, _ms(started), outcome)
             _step_write(report, call, finding=finding, lease_token=lease_token)
-            return finding
+            return FindingRecorded(finding, report.status)
     # Rejections are steps too, logged outside the finding's transaction so the log keeps them.
     report_tool_call_record(
         report_id=report_id,
@@ -613,26 +622,27 @@ def _with_findings_section(draft: str, missing: list[dict[str, Any]]) -> str:
 def _final_state(
     report: ResearchReport, outcome: str, draft: str | None, budget: str | None, error: str | None
 ) -> tuple[str, list[str], str, str]:
-    """(status, warnings, error, draft) for how the run ended."""
+    """(status, warnings, error, draft) for how the run ended. A completed run's own draft is
+    used as it is; every other ending is composed from the findings."""
     cancelling = report.status in (ReportStatus.CANCELLING, ReportStatus.QUEUED) or report.cancel_requested
-    from_findings = _draft_from_findings(report)
     if outcome == Outcome.CANCELLED or (cancelling and outcome != Outcome.FAILED):
-        return ReportStatus.CANCELLED, [], "", from_findings
+        return ReportStatus.CANCELLED, [], "", _draft_from_findings(report)
     if outcome == Outcome.COMPLETED:
         if draft and draft.strip():
             return ReportStatus.COMPLETED, [], "", draft
-        return ReportStatus.COMPLETED, [f"{WARNING_DRAFT_MISSING}:composed_from_findings"], "", from_findings
+        warning = f"{WARNING_DRAFT_MISSING}:composed_from_findings"
+        return ReportStatus.COMPLETED, [warning], "", _draft_from_findings(report)
     if outcome == Outcome.SALVAGED:
         warning = f"{WARNING_BUDGET_EXHAUSTED}:{budget or 'steps'}"
         if report.findings:
-            return ReportStatus.COMPLETED, [warning], "", from_findings
+            return ReportStatus.COMPLETED, [warning], "", _draft_from_findings(report)
         return (
             ReportStatus.FAILED,
             [warning],
             f"The research budget ({budget or 'steps'}) ran out before any finding was recorded.",
-            from_findings,
+            _draft_from_findings(report),
         )
-    return ReportStatus.FAILED, [], error or "The research run failed.", from_findings
+    return ReportStatus.FAILED, [], error or "The research run failed.", _draft_from_findings(report)
 
 
 def _draft_from_findings(report: ResearchReport) -> str:

@@ -53,7 +53,7 @@ def _finding_in_first_attempt(report) -> dict:
     )
     return finding_record(
         report_id=report.pk, claim="Damages excluded.", quote=LIABILITY_SENTENCE, passage_ids=[passage.pk]
-    )
+    ).finding
 
 
 # --- Leases ---------------------------------------------------------------------------------

@@ -213,6 +213,24 @@ def test_cancel_mid_run_stops_at_the_next_step_and_keeps_findings(user, report):
     assert Notification.objects.get(recipient=user).kind == NotificationKind.RESEARCH_REPORT_CANCELLED
 
 
+def test_a_cancel_seen_by_a_finding_step_stops_the_run_before_another_model_request(user, report):
+    # given a cancel requested while the model is choosing its second step, a finding
+    async def cancel_during_second_request(index):
+        if index == 1:
+            await sync_to_async(report_cancel, thread_sensitive=True)(user=user, report_id=report.pk)
+
+    # when the run goes on
+    with research_agent.override(model=scripted(_search_then_find, after=cancel_during_second_request)):
+        report_run(report_id=report.pk)
+
+    # then the finding is kept and the model is not asked again
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.status == ReportStatus.CANCELLED
+    assert [f["claim"] for f in stored.findings] == ["Damages excluded."]
+    assert stored.model_usage["requests"] == 2
+    assert [entry["tool"] for entry in stored.tool_call_log] == ["search_passages", "record_finding"]
+
+
 def test_the_request_limit_salvages_the_findings_into_a_completed_report(user, corpus, samples):
     report = report_start(user=user, corpus=corpus, prompt="liability", max_steps=4)
     with research_agent.override(model=scripted(_search_then_find)):

@@ -179,21 +179,38 @@ def test_finding_with_a_retrieved_passage_and_verbatim_quote_is_recorded(report)
     passage = _liability_passage()
     _retrieve(report, passage)
     # typographic quotes and odd spacing still match; the stored quote is the exact source span
-    finding = finding_record(
+    recorded = finding_record(
         report_id=report.pk,
         claim="Consequential damages are excluded.",
         quote="In  no event shall   either party be liable\nfor any indirect",
         passage_ids=[passage.pk],
         section="Liability",
     )
+    finding = recorded.finding
     stored = ResearchReport.objects.get(pk=report.pk)
     assert stored.findings == [finding]
+    assert recorded.report_status == ReportStatus.RUNNING
     document = passage.document
     assert document.text[finding["start"] : finding["end"]] == finding["quote"]
     assert finding["quote"] in passage.text
     assert stored.step_count == 2 and stored.tool_call_count == 2
     assert stored.tool_call_log[-1]["tool"] == "record_finding"
     assert stored.tool_call_log[-1]["outcome"] == "recorded finding 1"
+
+
+def test_a_finding_recorded_after_a_cancel_request_reports_the_cancel(user, report):
+    # given a running report whose creator asked it to stop
+    report_mark_running(report_id=report.pk)
+    passage = _liability_passage()
+    _retrieve(report, passage)
+    report_cancel(user=user, report_id=report.pk)
+    # when the run records a finding it had in hand
+    recorded = finding_record(
+        report_id=report.pk, claim="Damages excluded.", quote=LIABILITY_SENTENCE, passage_ids=[passage.pk]
+    )
+    # then it is kept, and the status its write saw tells the run to stop
+    assert recorded.report_status == ReportStatus.CANCELLING
+    assert ResearchReport.objects.get(pk=report.pk).findings == [recorded.finding]
 
 
 @pytest.mark.parametrize(
