@@ -184,7 +184,10 @@ class ScriptedResearcher:
 
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
         time.sleep(self.latency)
-        results = tool_results(body)
+        return self.answer(tool_results(body))
+
+    def answer(self, results: list[Any]) -> dict[str, Any]:
+        """The next tool call, given the tool results so far (oldest first)."""
         if not results:
             return {"tool_calls": [("search_passages", {"query": SEARCH_QUERY, "mode": "lexical"})]}
         sentences = [
