@@ -4,6 +4,7 @@ from pydantic_ai import models as pydantic_ai_models
 
 from corpora.retrieval.dense import dense_indexes
 from corpora.retrieval.lexical import term_statistics
+from corpora.retrieval.term_index import term_indexes
 from corpora.services import corpus_create
 from research.runloop import run_loop
 
@@ -21,9 +22,11 @@ def _fresh_process_caches():
     # Tests reuse primary keys across rolled-back transactions; process caches must not.
     dense_indexes.clear()
     term_statistics.clear()
+    term_indexes.clear()
     yield
     dense_indexes.clear()
     term_statistics.clear()
+    term_indexes.clear()
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 matrix in memory, reloaded when the corpus's index_version moves; a dot product ranks it.
 The same code serves SQLite and PostgreSQL (no vector extension is needed)."""
 
+import functools
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from django.conf import settings
+from threadpoolctl import threadpool_limits
 
 from corpora.embedding import vectors_from_bytes
 from corpora.models import Passage
@@ -34,12 +36,12 @@ class DenseIndex:
     ) -> list[tuple[int, float]]:
         if limit <= 0 or not len(self.passage_ids):
             return []
-        # Not `matrix @ vector`: BLAS splits a product this small across threads that have
-        # gone to sleep during the query embedding, and waking them cost ~2 ms of the ~0.6 ms
-        # a single-threaded pass over the matrix takes; worse, OpenBLAS's threads then spin
-        # on the other core, and the next searches' embedding and lexical ranking ran 40% and
-        # 2x slower beside them (measured: hybrid p50 22 ms with `@`, 15 ms with einsum).
-        scores = np.einsum("ij,j->i", self.matrix, np.asarray(vector, dtype=np.float32))
+        # BLAS on one thread: 0.09 ms over 9,136 x 384 where einsum took 0.5 ms. With its
+        # default threads OpenBLAS split a product this small across threads that had gone
+        # to sleep during the query embedding, and afterwards they spun on the other core,
+        # slowing the next searches' embedding (hybrid p50 22 ms instead of 15).
+        _single_threaded_blas()
+        scores = self.matrix @ np.asarray(vector, dtype=np.float32)
         if document_ids is not None:
             allowed = np.isin(self.document_ids, np.asarray(list(document_ids), dtype=np.int64))
             scores = np.where(allowed, scores, -np.inf)
@@ -48,6 +50,12 @@ class DenseIndex:
         top = top[np.argsort(-scores[top], kind="stable")]
         top = top[np.isfinite(scores[top])]
         return list(zip(self.passage_ids[top].tolist(), scores[top].tolist(), strict=True))
+
+
+@functools.cache
+def _single_threaded_blas() -> None:
+    """Once per process: numpy's BLAS runs on the calling thread (see DenseIndex.rank)."""
+    threadpool_limits(1, user_api="blas")
 
 
 class DenseIndexCache:
@@ -73,13 +81,6 @@ class DenseIndexCache:
             while len(self._items) > 1 and sum(i.nbytes for i in self._items.values()) > self.max_bytes:
                 self._items.popitem(last=False)
         return index
-
-    def known_empty(self, *, corpus_id: int, model: str) -> bool:
-        """Whether the corpus had no vectors when last loaded, at whatever version: a search
-        then need not embed its query before the current version says otherwise."""
-        with self._lock:
-            cached = self._items.get((corpus_id, model))
-        return cached is not None and not len(cached.passage_ids)
 
     def clear(self) -> None:
         with self._lock:

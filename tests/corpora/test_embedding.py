@@ -7,18 +7,7 @@ from corpora.models import Passage
 from corpora.selectors import corpus_stats, passage_search
 from corpora.services import passage_embed_pending
 from tasks.embeddings import embed_pending_sweep, in_process_worker
-from tests.embedding_server import EmbeddingServer
 from tests.factories import ingest_samples, ingest_text
-
-
-@pytest.fixture
-def embedding_server(settings):
-    with EmbeddingServer() as server:
-        settings.EMBEDDING_BACKEND = "openai"
-        settings.EMBEDDING_URL = server.url
-        settings.EMBEDDING_MODEL = "bag-of-words"
-        settings.EMBEDDING_API_KEY = "sk-test"
-        yield server
 
 
 @pytest.fixture

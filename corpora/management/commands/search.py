@@ -53,4 +53,3 @@ class Command(BaseCommand):
         except ApplicationError as error:
             raise fail(error) from error
         return [hit.as_dict() for hit in hits]
-

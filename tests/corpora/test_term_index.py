@@ -1,0 +1,116 @@
+"""The in-memory BM25 index that gives hybrid search its lexical candidates."""
+
+import math
+
+import pytest
+
+from corpora.models import Corpus, Passage
+from corpora.retrieval.term_index import HEADING_WEIGHT, K1, B, term_indexes
+from corpora.selectors import passage_search
+from corpora.services import corpus_bump_index_version, passage_embed_pending
+from tests.factories import ingest_samples, ingest_text
+
+LIABILITY = "The supplier's liability is capped at the fees paid."
+TERMINATION = "Either party may terminate this agreement for convenience."
+BOTH = "Termination does not limit liability for breach."
+
+
+def _index(corpus):
+    version = Corpus.objects.get(pk=corpus.pk).index_version
+    return term_indexes.get(corpus_id=corpus.pk, version=version)
+
+
+def _passage(text: str) -> Passage:
+    return Passage.objects.get(text=text)
+
+
+def _bm25(tf: float, length: float, average: float, passages: int, holding: int) -> float:
+    idf = math.log(1 + (passages - holding + 0.5) / (holding + 0.5))
+    return idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / average))
+
+
+def test_scores_are_bm25_over_stemmed_words_without_stopwords(corpus):
+    # given three one-passage documents
+    for name, text in (("a.txt", LIABILITY), ("b.txt", TERMINATION), ("c.txt", BOTH)):
+        ingest_text(corpus, name, text, schedule_embedding=False)
+    # words kept: supplier liability capped fees paid (5) / either party terminate agreement
+    # convenience (5) / termination limit liability breach (4)
+    average = (5 + 5 + 4) / 3
+
+    ranked = _index(corpus).rank(["terminating", "liabilities"], limit=10)
+
+    # then "terminating" finds both forms of the word, "liabilities" both liability passages
+    termination = _bm25(1, 5, average, 3, 2)
+    liability = _bm25(1, 5, average, 3, 2)
+    both = _bm25(1, 4, average, 3, 2) * 2
+    assert [pid for pid, _ in ranked] == [_passage(BOTH).pk, _passage(LIABILITY).pk, _passage(TERMINATION).pk]
+    assert [score for _, score in ranked] == pytest.approx([both, liability, termination], rel=1e-6)
+
+
+def test_equal_scores_keep_passage_order_and_limit_cuts_the_tail(corpus):
+    for i in range(5):
+        ingest_text(corpus, f"{i}.txt", f"Indemnity clause number {'one two three four five'.split()[i]}.")
+
+    ranked = _index(corpus).rank(["indemnity"], limit=3)
+
+    ids = sorted(Passage.objects.filter(corpus=corpus).values_list("pk", flat=True))
+    assert [pid for pid, _ in ranked] == ids[:3]
+
+
+def test_headings_count_at_half_weight(corpus):
+    # given a section long enough for several passages: only its first holds the heading's word
+    paragraph = "The goods shall be fit for purpose and free of defects in design, material and make. " * 6
+    ingest_text(corpus, "h.md", "# Warranty\n\n" + "\n\n".join([paragraph] * 4) + "\n")
+    passages = list(Passage.objects.filter(corpus=corpus).order_by("ordinal"))
+    first, later = passages[0], passages[-1]
+    assert "Warranty" in first.text and "Warranty" not in later.text
+    assert later.heading_path == ["Warranty"]
+
+    scores = dict(_index(corpus).rank(["warranty"], limit=10))
+
+    # then the later passage is found by its heading alone, below the one that also says it
+    assert HEADING_WEIGHT == 0.5
+    assert 0 < scores[later.pk] < scores[first.pk]
+
+
+def test_unknown_words_and_a_document_filter(corpus):
+    _acme, initech = ingest_samples(corpus, schedule_embedding=False)
+    index = _index(corpus)
+
+    assert index.rank(["zyzzyva"], limit=5) == []
+    scoped = index.rank(["agreement"], limit=50, document_ids=[initech.document.pk])
+    assert scoped
+    assert {Passage.objects.get(pk=pid).document_id for pid, _ in scoped} == {initech.document.pk}
+    assert index.rank(["agreement"], limit=50, document_ids=[]) == []
+
+
+def test_an_embedding_batch_keeps_the_index_and_an_ingest_rebuilds_it(corpus):
+    ingest_text(corpus, "a.txt", LIABILITY, schedule_embedding=False)
+    first = _index(corpus)
+
+    corpus_bump_index_version(corpus_id=corpus.pk)  # what each embedding batch does
+    assert _index(corpus) is first
+
+    ingest_text(corpus, "b.txt", TERMINATION, schedule_embedding=False)
+    rebuilt = _index(corpus)
+    assert rebuilt is not first
+    assert [pid for pid, _ in rebuilt.rank(["convenience"], limit=5)] == [_passage(TERMINATION).pk]
+
+
+def test_hybrid_fuses_the_term_index_with_the_dense_ranking(corpus, embedding_server):
+    ingest_samples(corpus, schedule_embedding=False)
+    passage_embed_pending(corpus=corpus)
+
+    hits = passage_search(corpus=corpus, query="governing law Delaware", top_k=3)
+
+    assert "Delaware" in hits[0].passage.text
+    assert _index(corpus).rank(["delaware"], limit=1)[0][0] == hits[0].passage.pk
+
+
+def test_hybrid_with_a_quoted_phrase_still_matches_the_phrase(corpus, embedding_server):
+    ingest_samples(corpus, schedule_embedding=False)
+    passage_embed_pending(corpus=corpus)
+
+    hits = passage_search(corpus=corpus, query='"consequential damages"', top_k=3)
+
+    assert "consequential damages" in hits[0].passage.text
