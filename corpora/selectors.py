@@ -5,9 +5,11 @@ import functools
 import logging
 import re
 from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -161,47 +163,55 @@ def passage_search(
     parsed = parse_query(query)
     if parsed.is_empty:
         return []
-    ranked = _rank(corpus=corpus, parsed=parsed, top_k=top_k, document_ids=document_ids, mode=mode)
-    return _hydrate(ranked[:top_k])
+    ranked, loaded = _rank(corpus=corpus, parsed=parsed, top_k=top_k, document_ids=document_ids, mode=mode)
+    return _hydrate(ranked[:top_k], loaded=loaded)
+
+
+Ranked = list[tuple[int, float]]
 
 
 def _rank(
     *, corpus: Corpus, parsed: ParsedQuery, top_k: int, document_ids, mode: str
-) -> list[tuple[int, float]]:
+) -> tuple[Ranked, dict[int, Passage]]:
+    """The ranking, best first, and the passages already loaded while the query embedding ran."""
     embedder = None if mode == SEARCH_MODE_LEXICAL else _embedder_or_none()
     if mode == SEARCH_MODE_DENSE and embedder is None:
         raise DenseSearchUnavailable("dense search is off (EMBEDDING_BACKEND=none)", field="mode")
+    # The query embedding is the slow part on CPU: it starts first, on a pool thread, and the
+    # rest of the search works while the model runs (without the GIL).
+    pending = _embed_early(corpus_id=corpus.pk, embedder=embedder, text=parsed.text)
     # Read once per search: the lexical statistics and the in-memory indexes are cached by it.
     version = _index_version(corpus.pk)
 
-    def lexical_alone() -> list[tuple[int, float]]:
-        return lexical_ranking(
+    def lexical_alone() -> tuple[Ranked, dict[int, Passage]]:
+        ranked = lexical_ranking(
             corpus_id=corpus.pk, version=version, query=parsed, limit=top_k, document_ids=document_ids
         )
+        return ranked, {}
 
     if embedder is None:
         return lexical_alone()
     index = dense_indexes.get(corpus_id=corpus.pk, model=embedder.name, version=version)
     if not len(index.passage_ids):  # nothing embedded yet: hybrid is the lexical search
-        return [] if mode == SEARCH_MODE_DENSE else lexical_alone()
+        return ([], {}) if mode == SEARCH_MODE_DENSE else lexical_alone()
+    if pending is None:
+        pending = embed_query_async(embedder, parsed.text)
     if mode == SEARCH_MODE_DENSE:
-        vector = embed_query_async(embedder, parsed.text).result()
-        return index.rank(vector, limit=top_k, document_ids=document_ids)
+        return index.rank(pending.result(), limit=top_k, document_ids=document_ids), {}
     # Each ranker looks deeper than the answer so that passages both rank fairly well surface.
     depth = max(FUSION_CANDIDATES_MIN, 2 * top_k)
     if parsed.phrases:
-        # Quoted phrases need the full-text index's word positions: that query is the slower
-        # one, and runs beside the query embedding.
-        pending = embed_query_async(embedder, parsed.text)
+        # Quoted phrases need the full-text index's word positions.
         lexical = lexical_ranking(
             corpus_id=corpus.pk, version=version, query=parsed, limit=depth, document_ids=document_ids
         )
     else:
-        # The corpus's term index answers in a fraction of a millisecond: ranked before the
-        # embedding starts, it does not compete with it for the CPU.
+        # The corpus's term index answers in a fraction of a millisecond instead of the
+        # full-text query's several (tens on PostgreSQL), which competed with the embedding.
         terms = term_indexes.get(corpus_id=corpus.pk, version=version)
         lexical = terms.rank(parsed.terms, limit=depth, document_ids=document_ids)
-        pending = embed_query_async(embedder, parsed.text)
+    # The lexical leaders usually lead the fused ranking too: loaded now, not after the wait.
+    loaded = _passages_by_id([pid for pid, _ in lexical[:top_k]])
     try:
         dense = index.rank(pending.result(), limit=depth, document_ids=document_ids)
     except EmbeddingUnavailable:
@@ -222,27 +232,39 @@ def _rank(
         dense_weight=dense_weight,
         limit=top_k,
     )
-    return [(hit.passage_id, hit.score) for hit in fused]
+    return [(hit.passage_id, hit.score) for hit in fused], loaded
+
+
+def _embed_early(*, corpus_id: int, embedder: Embedder | None, text: str) -> "Future[np.ndarray] | None":
+    """The query vector, already being computed, unless the corpus had nothing embedded when
+    last searched (the dense index, loaded once the version is read, decides then)."""
+    if embedder is None or dense_indexes.known_empty(corpus_id=corpus_id, model=embedder.name):
+        return None
+    return embed_query_async(embedder, text)
 
 
 @functools.cache
-def _index_version_sql() -> str:
+def _index_version_sql(vendor: str) -> str:
+    """The statement's text; names come from the model, quoted for `vendor`."""
     quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
-    field = Corpus._meta.get_field("index_version")
-    return f"SELECT {quote(field.column)} FROM {quote(Corpus._meta.db_table)} WHERE {quote('id')} = %s"  # noqa: S608
+    column = Corpus._meta.get_field("index_version").column
+    return f"SELECT {quote(column)} FROM {quote(Corpus._meta.db_table)} WHERE {quote('id')} = %s"  # noqa: S608
 
 
 def _index_version(corpus_id: int) -> int:
     """The corpus's index_version, in a statement of its own: a search reads it on its
-    critical path, where the ORM's query building cost ten times the statement (~0.16 ms)."""
-    with connections[DEFAULT_DB_ALIAS].cursor() as cursor:
-        cursor.execute(_index_version_sql(), [corpus_id])
+    critical path, where building the ORM query cost ten times the statement (~0.16 ms)."""
+    db = connections[DEFAULT_DB_ALIAS]
+    with db.cursor() as cursor:
+        cursor.execute(_index_version_sql(db.vendor), [corpus_id])
         row = cursor.fetchone()
     return row[0] if row else 0
 
 
-def _hydrate(ranked: list[tuple[int, float]]) -> list[PassageHit]:
-    passages = _passages_by_id([pid for pid, _ in ranked])
+def _hydrate(ranked: Ranked, *, loaded: dict[int, Passage] | None = None) -> list[PassageHit]:
+    """Hits for the ranking; `loaded` holds passages already read (the rest are read now)."""
+    loaded = loaded or {}
+    passages = {**loaded, **_passages_by_id([pid for pid, _ in ranked if pid not in loaded])}
     return [PassageHit(passages[pid], score) for pid, score in ranked if pid in passages]
 
 

@@ -82,6 +82,13 @@ class DenseIndexCache:
                 self._items.popitem(last=False)
         return index
 
+    def known_empty(self, *, corpus_id: int, model: str) -> bool:
+        """Whether the corpus had no vectors when last loaded, at whatever version: a search
+        then need not embed its query before the current version says otherwise."""
+        with self._lock:
+            cached = self._items.get((corpus_id, model))
+        return cached is not None and not len(cached.passage_ids)
+
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
