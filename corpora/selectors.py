@@ -252,8 +252,8 @@ def _index_version_sql(vendor: str) -> str:
 
 
 def _index_version(corpus_id: int) -> int:
-    """The corpus's index_version, in a statement of its own: a search reads it on its
-    critical path, where building the ORM query cost ten times the statement (~0.16 ms)."""
+    """The corpus's index_version, in a statement of its own: every search reads it while its
+    query embedding runs, and building the ORM query cost ten times the statement (~0.16 ms)."""
     db = connections[DEFAULT_DB_ALIAS]
     with db.cursor() as cursor:
         cursor.execute(_index_version_sql(db.vendor), [corpus_id])

@@ -12,6 +12,7 @@ passages stay the same (their count and last id: embedding batches, which move i
 do not rebuild it). Tokens are the query parser's words less its stopwords, Snowball-stemmed;
 a passage's heading path counts at half weight, as in the FTS5 index."""
 
+import functools
 import json
 import math
 import threading
@@ -48,7 +49,7 @@ def _index_words(text: str) -> list[str]:
     return [w for w in words(text) if w not in STOPWORDS]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class TermIndex:
     corpus_id: int
     # The passages it was built from: their count and their last id (ids only grow).
@@ -58,7 +59,7 @@ class TermIndex:
     # stem -> (positions into passage_ids, that passage's BM25 weight for the stem)
     postings: dict[str, tuple[np.ndarray, np.ndarray]] = field(repr=False)
 
-    @property
+    @functools.cached_property
     def nbytes(self) -> int:
         arrays = sum(p.nbytes + w.nbytes for p, w in self.postings.values())
         return arrays + self.passage_ids.nbytes + self.document_ids.nbytes
