@@ -3,8 +3,6 @@ matrix in memory, reloaded when the corpus's index_version moves; a dot product 
 The same code serves SQLite and PostgreSQL (no vector extension is needed)."""
 
 import functools
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -14,6 +12,7 @@ from threadpoolctl import threadpool_limits
 
 from corpora.embedding import vectors_from_bytes
 from corpora.models import Passage
+from corpora.retrieval.lru import ByteBoundedLRU
 
 DEFAULT_CACHE_BYTES = 1024 * 1024 * 1024
 
@@ -59,39 +58,29 @@ def _single_threaded_blas() -> None:
 
 
 class DenseIndexCache:
-    """LRU of per-corpus matrices, bounded by bytes; safe to share between threads."""
+    """Per-corpus matrices, least recently used evicted past max_bytes; safe to share between
+    threads."""
 
     def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self._items: OrderedDict[tuple[int, str], DenseIndex] = OrderedDict()
-        self._lock = threading.Lock()
+        self._items: ByteBoundedLRU[DenseIndex] = ByteBoundedLRU(max_bytes, size=lambda i: i.nbytes)
 
     def get(self, *, corpus_id: int, model: str, version: int) -> DenseIndex:
         """The corpus's matrix as of `version` (its current index_version)."""
-        key = (corpus_id, model)
-        with self._lock:
-            cached = self._items.get(key)
-            if cached is not None and cached.version == version:
-                self._items.move_to_end(key)
-                return cached
+        cached = self._items.get((corpus_id, model))
+        if cached is not None and cached.version == version:
+            return cached
         index = _load(corpus_id, model, version)
-        with self._lock:
-            self._items[key] = index
-            self._items.move_to_end(key)
-            while len(self._items) > 1 and sum(i.nbytes for i in self._items.values()) > self.max_bytes:
-                self._items.popitem(last=False)
+        self._items.put((corpus_id, model), index)
         return index
 
     def known_empty(self, *, corpus_id: int, model: str) -> bool:
         """Whether the corpus had no vectors when last loaded, at whatever version: a search
         then need not embed its query before the current version says otherwise."""
-        with self._lock:
-            cached = self._items.get((corpus_id, model))
+        cached = self._items.get((corpus_id, model))
         return cached is not None and not len(cached.passage_ids)
 
     def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
+        self._items.clear()
 
 
 def _load(corpus_id: int, model: str, version: int) -> DenseIndex:

@@ -16,7 +16,7 @@ import functools
 import json
 import math
 import threading
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -25,6 +25,7 @@ import Stemmer
 from django.conf import settings
 from django.db import connection
 
+from corpora.retrieval.lru import ByteBoundedLRU
 from corpora.retrieval.query import STOPWORDS, words
 
 # Lucene's BM25 constants.
@@ -138,43 +139,36 @@ def _json_list(value) -> list[str]:
 
 
 class TermIndexCache:
-    """LRU of per-corpus term indexes, bounded by bytes; safe to share between threads. A
-    corpus's index is looked up by its index_version: when that moved, one count query says
-    whether its passages changed (an ingest) or only their vectors (an embedding batch)."""
+    """Per-corpus term indexes, least recently used evicted past max_bytes; safe to share
+    between threads. A corpus's index is looked up by its index_version: when that moved, one
+    count query says whether its passages changed (an ingest) or only their vectors (an
+    embedding batch)."""
 
     def __init__(self, max_bytes: int) -> None:
-        self.max_bytes = max_bytes
-        self._items: OrderedDict[int, tuple[int, TermIndex]] = OrderedDict()
+        # corpus id -> (the index_version it was last checked at, the index)
+        self._items: ByteBoundedLRU[tuple[int, TermIndex]] = ByteBoundedLRU(
+            max_bytes, size=lambda item: item[1].nbytes
+        )
         self._lock = threading.Lock()
         self._building: dict[int, threading.Lock] = {}
 
     def get(self, *, corpus_id: int, version: int) -> TermIndex:
+        cached = self._items.get(corpus_id)
+        if cached is not None and cached[0] == version:
+            return cached[1]
         with self._lock:
-            cached = self._items.get(corpus_id)
-            if cached is not None and cached[0] == version:
-                self._items.move_to_end(corpus_id)
-                return cached[1]
             building = self._building.setdefault(corpus_id, threading.Lock())
         with building:  # one build per corpus at a time; the others wait for it
             extent = _extent(corpus_id)
-            with self._lock:
-                cached = self._items.get(corpus_id)
-            if cached is not None and cached[1].extent == extent:
-                index = cached[1]
-            else:
-                index = build(corpus_id, extent)
-            with self._lock:
-                self._items[corpus_id] = (version, index)
-                self._items.move_to_end(corpus_id)
-                while (
-                    len(self._items) > 1 and sum(i.nbytes for _, i in self._items.values()) > self.max_bytes
-                ):
-                    self._items.popitem(last=False)
+            cached = self._items.get(corpus_id)
+            index = (
+                cached[1] if cached is not None and cached[1].extent == extent else build(corpus_id, extent)
+            )
+            self._items.put(corpus_id, (version, index))
         return index
 
     def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
+        self._items.clear()
 
 
 def _extent(corpus_id: int) -> tuple[int, int]:
