@@ -4,7 +4,11 @@ import math
 
 import pytest
 
+from corpora.constants import FUSION_CANDIDATES_MIN
+from corpora.embedding import get_embedder
 from corpora.models import Corpus, Passage
+from corpora.retrieval.dense import dense_indexes
+from corpora.retrieval.fusion import weighted_rrf
 from corpora.retrieval.term_index import HEADING_WEIGHT, K1, B, term_indexes
 from corpora.selectors import passage_search
 from corpora.services import corpus_bump_index_version, passage_embed_pending
@@ -114,3 +118,35 @@ def test_hybrid_with_a_quoted_phrase_still_matches_the_phrase(corpus, embedding_
     hits = passage_search(corpus=corpus, query='"consequential damages"', top_k=3)
 
     assert "consequential damages" in hits[0].passage.text
+
+
+def test_hybrid_hits_are_the_weighted_fusion_of_the_term_index_and_the_dense_ranking(
+    corpus, embedding_server, settings
+):
+    # given an embedded corpus and a keyword query that few passages hold
+    ingest_samples(corpus, schedule_embedding=False)
+    passage_embed_pending(corpus=corpus)
+    query, top_k = "Delaware", 6
+    depth = max(FUSION_CANDIDATES_MIN, 2 * top_k)
+    lexical = _index(corpus).rank(["delaware"], limit=depth)
+    embedder = get_embedder()
+    version = Corpus.objects.get(pk=corpus.pk).index_version
+    dense = dense_indexes.get(corpus_id=corpus.pk, model=embedder.name, version=version).rank(
+        embedder.embed_query(query), limit=depth
+    )
+    expected = weighted_rrf(
+        lexical,
+        dense,
+        lexical_weight=settings.SEARCH_FUSION_LEXICAL_WEIGHT,
+        dense_weight=settings.SEARCH_FUSION_DENSE_WEIGHT_KEYWORDS,
+        limit=top_k,
+    )
+
+    # when hybrid search runs
+    hits = passage_search(corpus=corpus, query=query, top_k=top_k)
+
+    # then its hits are that fusion, in order, rows loaded early or late alike
+    assert [h.passage.pk for h in hits] == [f.passage_id for f in expected]
+    assert [h.score for h in hits] == pytest.approx([f.score for f in expected])
+    assert len(lexical) < top_k  # so some hits came from the dense ranking alone
+    assert all(h.passage.text and h.passage.document.title for h in hits)
