@@ -13,7 +13,6 @@ do not rebuild it). Tokens are the query parser's words less its stopwords, Snow
 a passage's heading path counts at half weight, as in the FTS5 index."""
 
 import functools
-import json
 import math
 import threading
 from collections import Counter
@@ -23,8 +22,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import Stemmer
 from django.conf import settings
-from django.db import connection
+from django.db.models import Count, Max
 
+from corpora.models import Passage
 from corpora.retrieval.lru import ByteBoundedLRU
 from corpora.retrieval.query import STOPWORDS, words
 
@@ -88,20 +88,18 @@ class TermIndex:
 
 
 def build(corpus_id: int, extent: tuple[int, int]) -> TermIndex:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT id, document_id, text, heading_path FROM corpora_passage "
-            "WHERE corpus_id = %s AND id <= %s ORDER BY id",
-            [corpus_id, extent[1]],
-        )
-        rows = cursor.fetchall()
+    rows = list(
+        Passage.objects.filter(corpus_id=corpus_id, pk__lte=extent[1])
+        .order_by("id")
+        .values_list("id", "document_id", "text", "heading_path")
+    )
     counts: list[Counter] = []
     lengths = np.zeros(len(rows), dtype=np.float32)
     for i, (_, _, text, heading_path) in enumerate(rows):
         found = Counter(_index_words(text))
         length = sum(found.values())
         if heading_path:
-            headings = _index_words(" ".join(_json_list(heading_path)))
+            headings = _index_words(" ".join(heading_path))
             for word in headings:
                 found[word] += HEADING_WEIGHT
             length += len(headings)
@@ -129,13 +127,6 @@ def build(corpus_id: int, extent: tuple[int, int]) -> TermIndex:
         document_ids=np.array([r[1] for r in rows], dtype=np.int64),
         postings=postings,
     )
-
-
-def _json_list(value) -> list[str]:
-    # SQLite hands back the JSON column's text; PostgreSQL a list.
-    if isinstance(value, str):
-        value = json.loads(value)
-    return [str(v) for v in value or []]
 
 
 class TermIndexCache:
@@ -172,10 +163,8 @@ class TermIndexCache:
 
 
 def _extent(corpus_id: int) -> tuple[int, int]:
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*), max(id) FROM corpora_passage WHERE corpus_id = %s", [corpus_id])
-        rows, last_id = cursor.fetchone()
-    return int(rows), int(last_id or 0)
+    found = Passage.objects.filter(corpus_id=corpus_id).aggregate(rows=Count("id"), last_id=Max("id"))
+    return found["rows"], found["last_id"] or 0
 
 
 term_indexes = TermIndexCache(getattr(settings, "TERM_INDEX_CACHE_BYTES", DEFAULT_CACHE_BYTES))
