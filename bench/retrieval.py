@@ -301,9 +301,10 @@ def main() -> None:
         database_url = f"sqlite:///{Path(tempfile.mkdtemp(prefix='deepcite-bench-')) / 'bench.sqlite3'}"
     setup_django(database_url)
     import torch
+    from django.conf import settings
     from django.contrib.auth import get_user_model
 
-    from corpora.embedding import embed_query_async, get_embedder
+    from corpora.embedding import embed_query_async, get_embedder, inference_thread
     from corpora.models import Passage
     from corpora.retrieval.query import parse_query
     from corpora.selectors import passage_search
@@ -319,7 +320,7 @@ def main() -> None:
             "cpu_count": os.cpu_count(),
             "platform": platform.platform(),
             "python": platform.python_version(),
-            "torch_threads": torch.get_num_threads(),
+            "torch_threads": inference_thread(settings.EMBEDDING_THREADS).torch_threads,
         },
         "database": "postgresql (fresh temporary database)"
         if args.postgres
@@ -351,8 +352,6 @@ def main() -> None:
         else random.Random(args.seed).sample(inputs, min(args.raw_sample, len(inputs)))
     )
     started = time.perf_counter()
-    from django.conf import settings
-
     for i in range(0, len(raw_inputs), settings.EMBEDDING_BATCH_SIZE):
         embedder.embed_documents(raw_inputs[i : i + settings.EMBEDDING_BATCH_SIZE])
     raw_seconds = time.perf_counter() - started
@@ -375,7 +374,6 @@ def main() -> None:
     # 3. Latency. Lexical alone on every contract, as a lexical-only workload runs; then all
     # modes interleaved query by query, so that their ratios share the machine's state.
     queries = latency_queries(spec, args.latency_queries)
-    encode_pool = ThreadPoolExecutor(max_workers=1, initializer=lambda: torch.set_num_threads(1))
     # Two passes: the first pays for each new term's document frequency (cached per corpus
     # until its index_version moves), the second is a server's steady state.
     lexical_fns = {
@@ -387,40 +385,33 @@ def main() -> None:
         for name, fn in lexical_fns.items()
         for phase in ("first_pass", "second_pass")
     }
+    # The same traced query encoder on one torch thread of its own, as search ran it before
+    # the inference thread (corpora.embedding.InferenceThread): the other way to embed a query.
+    one_thread_pool = ThreadPoolExecutor(max_workers=1, initializer=lambda: torch.set_num_threads(1))
+    # What search embeds of each query (parsed outside the timings).
+    embedded_text = {q: parse_query(q).text for q in queries}
     interleaved = latency(
         {
             "lexical_subset": lambda q: passage_search(corpus=subset, query=q, top_k=10, mode="lexical"),
             "dense_subset": lambda q: passage_search(corpus=subset, query=q, top_k=10, mode="dense"),
             "hybrid_subset": lambda q: passage_search(corpus=subset, query=q, top_k=10, mode="hybrid"),
-            # The query embedding as search runs it (a one-thread pool).
-            "query_embedding_alone": lambda q: embed_query_async(embedder, q).result(),
-            # sentence-transformers' encode() on the same one-thread pool: how queries were
-            # embedded before the traced query encoder (corpora/query_encoder.py).
-            "query_embedding_encode_pipeline": lambda q: encode_pool.submit(
-                embedder.embed_documents, [q]
+            # The query embedding alone, as search runs it: on the model's inference thread,
+            # all cores.
+            "query_embedding_alone": lambda q: embed_query_async(embedder, embedded_text[q]).result(),
+            "query_embedding_one_thread": lambda q: one_thread_pool.submit(
+                embedder._embed_query, embedded_text[q]
             ).result(),
         },
         queries,
     )
-    # And on the calling thread with torch's default threads, in a pass of its own: torch's
-    # worker threads spin on the other core after each call, which slowed whatever ran next
-    # (interleaved, it had measured 179 ms and slowed the others).
-    interleaved["query_embedding_alone_default_threads"] = latency({"t": embedder.embed_query}, queries)["t"]
-    # The floor is the faster of the two (the conservative ratio); the ratio to the interleaved
-    # pool embedding alone compares runs under the same machine state.
+    # The floor is the faster of the two ways to embed the query.
     floor = min(
-        interleaved["query_embedding_alone"]["p50_ms"],
-        interleaved["query_embedding_alone_default_threads"]["p50_ms"],
+        interleaved["query_embedding_alone"]["p50_ms"], interleaved["query_embedding_one_thread"]["p50_ms"]
     )
-    interleaved["hybrid_p50_vs_query_embedding_p50"] = round(
-        interleaved["hybrid_subset"]["p50_ms"] / floor, 3
-    )
-    interleaved["hybrid_p50_vs_interleaved_query_embedding_p50"] = round(
-        interleaved["hybrid_subset"]["p50_ms"] / interleaved["query_embedding_alone"]["p50_ms"], 3
-    )
-    interleaved["hybrid_p50_vs_encode_pipeline_p50"] = round(
-        interleaved["hybrid_subset"]["p50_ms"] / interleaved["query_embedding_encode_pipeline"]["p50_ms"], 3
-    )
+    for mode in ("hybrid", "dense"):
+        interleaved[f"{mode}_p50_vs_query_embedding_p50"] = round(
+            interleaved[f"{mode}_subset"]["p50_ms"] / floor, 3
+        )
     out["latency_interleaved"] = interleaved
     out["latency_queries"] = {
         "total": len(queries),

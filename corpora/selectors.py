@@ -5,11 +5,9 @@ import functools
 import logging
 import re
 from collections.abc import Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -43,7 +41,7 @@ from corpora.retrieval.dense import dense_indexes
 from corpora.retrieval.fusion import weighted_rrf
 from corpora.retrieval.lexical import lexical_ranking, phrase_candidates
 from corpora.retrieval.query import ParsedQuery, parse_query, words
-from corpora.retrieval.term_index import term_indexes
+from corpora.retrieval.term_index import HIT_DOCUMENT_FIELDS, TermIndex, term_indexes
 
 logger = logging.getLogger(__name__)
 
@@ -163,8 +161,8 @@ def passage_search(
     parsed = parse_query(query)
     if parsed.is_empty:
         return []
-    ranked, loaded = _rank(corpus=corpus, parsed=parsed, top_k=top_k, document_ids=document_ids, mode=mode)
-    return _hydrate(ranked[:top_k], loaded=loaded)
+    ranked, held = _rank(corpus=corpus, parsed=parsed, top_k=top_k, document_ids=document_ids, mode=mode)
+    return _hydrate(ranked[:top_k], held=held)
 
 
 Ranked = list[tuple[int, float]]
@@ -172,52 +170,55 @@ Ranked = list[tuple[int, float]]
 
 def _rank(
     *, corpus: Corpus, parsed: ParsedQuery, top_k: int, document_ids, mode: str
-) -> tuple[Ranked, dict[int, Passage]]:
-    """The ranking, best first, and the passages already loaded while the query embedding ran."""
+) -> tuple[Ranked, TermIndex | None]:
+    """The ranking, best first, and the term index whose passages the hits are built from
+    (None: they are read from the database)."""
     embedder = None if mode == SEARCH_MODE_LEXICAL else _embedder_or_none()
     if mode == SEARCH_MODE_DENSE and embedder is None:
         raise DenseSearchUnavailable("dense search is off (EMBEDDING_BACKEND=none)", field="mode")
-    # The query embedding is the slow part on CPU: it starts first, on a pool thread, and the
-    # rest of the search works while the model runs (without the GIL).
-    pending = _embed_early(corpus_id=corpus.pk, embedder=embedder, text=parsed.text)
     # Read once per search: the lexical statistics and the in-memory indexes are cached by it.
     version = _index_version(corpus.pk)
 
-    def lexical_alone() -> tuple[Ranked, dict[int, Passage]]:
+    def lexical_alone() -> tuple[Ranked, TermIndex | None]:
         ranked = lexical_ranking(
             corpus_id=corpus.pk, version=version, query=parsed, limit=top_k, document_ids=document_ids
         )
-        return ranked, {}
+        return ranked, None
 
     if embedder is None:
         return lexical_alone()
     index = dense_indexes.get(corpus_id=corpus.pk, model=embedder.name, version=version)
     if not len(index.passage_ids):  # nothing embedded yet: hybrid is the lexical search
-        return ([], {}) if mode == SEARCH_MODE_DENSE else lexical_alone()
-    if pending is None:
-        pending = embed_query_async(embedder, parsed.text)
-    if mode == SEARCH_MODE_DENSE:
-        return index.rank(pending.result(), limit=top_k, document_ids=document_ids), {}
+        return ([], None) if mode == SEARCH_MODE_DENSE else lexical_alone()
+    terms = term_indexes.get(corpus_id=corpus.pk, version=version)
+    # The query embedding is the slow part on CPU. The dense scores are computed where the
+    # vector was (the model's inference thread, all cores), and this thread ranks lexically
+    # meanwhile.
+    pending = embed_query_async(embedder, parsed.text, then=index.scores)
     # Each ranker looks deeper than the answer so that passages both rank fairly well surface.
     depth = max(FUSION_CANDIDATES_MIN, 2 * top_k)
-    if parsed.phrases:
-        # Quoted phrases need the full-text index's word positions.
-        lexical = lexical_ranking(
-            corpus_id=corpus.pk, version=version, query=parsed, limit=depth, document_ids=document_ids
+    if mode == SEARCH_MODE_HYBRID:
+        lexical = (
+            # Quoted phrases need the full-text index's word positions.
+            lexical_ranking(
+                corpus_id=corpus.pk, version=version, query=parsed, limit=depth, document_ids=document_ids
+            )
+            if parsed.phrases
+            # The term index answers in a fraction of a millisecond, the full-text query in
+            # several (tens on PostgreSQL).
+            else terms.rank(parsed.terms, limit=depth, document_ids=document_ids)
         )
-    else:
-        # The corpus's term index answers in a fraction of a millisecond instead of the
-        # full-text query's several (tens on PostgreSQL), which competed with the embedding.
-        terms = term_indexes.get(corpus_id=corpus.pk, version=version)
-        lexical = terms.rank(parsed.terms, limit=depth, document_ids=document_ids)
-    # The lexical leaders usually lead the fused ranking too: loaded now, not after the wait.
-    loaded = _passages_by_id([pid for pid, _ in lexical[:top_k]])
     try:
-        dense = index.rank(pending.result(), limit=depth, document_ids=document_ids)
+        scores = pending.result()
     except EmbeddingUnavailable:
+        if mode == SEARCH_MODE_DENSE:
+            raise
         # Hybrid degrades to lexical rather than failing the search.
         logger.warning("query embedding failed; hybrid search falls back to lexical", exc_info=True)
         return lexical_alone()
+    if mode == SEARCH_MODE_DENSE:
+        return index.top(scores, limit=top_k, document_ids=document_ids), terms
+    dense = index.top(scores, limit=depth, document_ids=document_ids)
     if not dense:
         return lexical_alone()
     dense_weight = (
@@ -232,51 +233,50 @@ def _rank(
         dense_weight=dense_weight,
         limit=top_k,
     )
-    return [(hit.passage_id, hit.score) for hit in fused], loaded
-
-
-def _embed_early(*, corpus_id: int, embedder: Embedder | None, text: str) -> "Future[np.ndarray] | None":
-    """The query vector, already being computed, unless the corpus had nothing embedded when
-    last searched (the dense index, loaded once the version is read, decides then)."""
-    if embedder is None or dense_indexes.known_empty(corpus_id=corpus_id, model=embedder.name):
-        return None
-    return embed_query_async(embedder, text)
+    return [(hit.passage_id, hit.score) for hit in fused], terms
 
 
 @functools.cache
 def _index_version_sql(vendor: str) -> str:
-    """The statement's text; names come from the model, quoted for `vendor`."""
+    """The statement's text; names come from the model, quoted and with the driver's own
+    placeholder for `vendor` (it goes to the driver, not through Django's cursor)."""
     quote = connections[DEFAULT_DB_ALIAS].ops.quote_name
     column = Corpus._meta.get_field("index_version").column
-    return f"SELECT {quote(column)} FROM {quote(Corpus._meta.db_table)} WHERE {quote('id')} = %s"  # noqa: S608
+    placeholder = "?" if vendor == "sqlite" else "%s"
+    return f"SELECT {quote(column)} FROM {quote(Corpus._meta.db_table)} WHERE {quote('id')} = {placeholder}"  # noqa: S608
 
 
 def _index_version(corpus_id: int) -> int:
-    """The corpus's index_version, in a statement of its own: every search reads it while its
-    query embedding runs, and building the ORM query cost ten times the statement (~0.16 ms)."""
+    """The corpus's index_version. Every search reads it just before or after its query
+    embedding, when Django's cursor wrapper (placeholder rewriting, wrappers, a cursor per
+    statement) took 0.31 ms; the driver's connection answers in 0.11. Errors still become
+    Django's; the statement does not appear in Django's query log."""
     db = connections[DEFAULT_DB_ALIAS]
-    with db.cursor() as cursor:
-        cursor.execute(_index_version_sql(db.vendor), [corpus_id])
-        row = cursor.fetchone()
+    if db.vendor not in ("sqlite", "postgresql"):
+        with db.cursor() as cursor:
+            cursor.execute(_index_version_sql("default"), [corpus_id])
+            row = cursor.fetchone()
+        return row[0] if row else 0
+    db.ensure_connection()
+    with db.wrap_database_errors:
+        row = db.connection.execute(_index_version_sql(db.vendor), (corpus_id,)).fetchone()
     return row[0] if row else 0
 
 
-def _hydrate(ranked: Ranked, *, loaded: dict[int, Passage] | None = None) -> list[PassageHit]:
-    """Hits for the ranking; `loaded` holds passages already read (the rest are read now)."""
-    loaded = loaded or {}
-    passages = {**loaded, **_passages_by_id([pid for pid, _ in ranked if pid not in loaded])}
+def _hydrate(ranked: Ranked, *, held: TermIndex | None = None) -> list[PassageHit]:
+    """Hits for the ranking: passages the term index holds from memory, the rest (all of
+    them without one) read now."""
+    ids = [pid for pid, _ in ranked]
+    passages = held.passages(ids) if held is not None else {}
+    if len(passages) < len(ids):
+        passages.update(_passages_by_id([pid for pid in ids if pid not in passages]))
     return [PassageHit(passages[pid], score) for pid, score in ranked if pid in passages]
-
-
-# What a search hit carries: every passage field but its vector, and these document fields (the
-# rest, the document's text above all, load on access).
-_HIT_DOCUMENT_FIELDS = ("id", "corpus_id", "title", "source_name", "file_type", "page_count")
 
 
 @functools.cache
 def _hit_columns() -> tuple[list[str], list[Any]]:
     passage_fields = [f for f in Passage._meta.concrete_fields if f.name != "embedding"]
-    document_fields = [Document._meta.get_field(name) for name in _HIT_DOCUMENT_FIELDS]
+    document_fields = [Document._meta.get_field(name) for name in HIT_DOCUMENT_FIELDS]
     return (
         [f.attname for f in passage_fields],
         [f.get_col("p") for f in passage_fields] + [f.get_col("d") for f in document_fields],
@@ -296,12 +296,11 @@ def _hit_sql(vendor: str) -> str:
 
 
 def _passages_by_id(ids: list[int]) -> dict[int, Passage]:
-    """Passages with their documents, in one statement. Hydration follows the query embedding
-    on every dense or hybrid search, so it is the latency floor's tail: the equivalent
-    `select_related().defer().in_bulk()` spent ~1.2 ms of Python compiling its SQL and ordering
-    by the model's Meta.ordering, and RawQuerySet ~0.8 ms; this takes a third of that. Values
-    pass through the fields' database converters (JSON, booleans on SQLite) as the ORM's do;
-    the ids are bound parameters."""
+    """Passages with their documents, in one statement (lexical hits, and any hit a term
+    index does not hold). The equivalent `select_related().defer().in_bulk()` spent ~1.2 ms
+    of Python compiling its SQL and ordering by the model's Meta.ordering, and RawQuerySet
+    ~0.8 ms; this takes a third of that. Values pass through the fields' database converters
+    (JSON, booleans on SQLite) as the ORM's do; the ids are bound parameters."""
     if not ids:
         return {}
     db = connections[DEFAULT_DB_ALIAS]
@@ -313,7 +312,7 @@ def _passages_by_id(ids: list[int]) -> dict[int, Passage]:
     converters = compiler.get_converters(columns)
     if converters:
         rows = compiler.apply_converters(rows, converters)
-    split, alias, document_names = len(passage_names), db.alias, list(_HIT_DOCUMENT_FIELDS)
+    split, alias, document_names = len(passage_names), db.alias, list(HIT_DOCUMENT_FIELDS)
     passages: dict[int, Passage] = {}
     for row in rows:
         passage = Passage.from_db(alias, passage_names, row[:split])

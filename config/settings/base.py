@@ -122,6 +122,9 @@ EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "text-embedding-3-small")
 EMBEDDING_API_KEY = env_str("EMBEDDING_API_KEY")
 EMBEDDING_TIMEOUT_SECONDS = env_float("EMBEDDING_TIMEOUT_SECONDS", 60.0)
 EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 256)
+# torch threads under the bundled model (0: one per core). Every call into the model runs on one
+# thread per process (corpora.embedding.InferenceThread), so this is all it uses.
+EMBEDDING_THREADS = env_int("EMBEDDING_THREADS", 0)
 
 # Fusion of the lexical and dense rankings (see corpora/retrieval/fusion.py for the tuning notes).
 SEARCH_FUSION_LEXICAL_WEIGHT = env_float("SEARCH_FUSION_LEXICAL_WEIGHT", 1.0)

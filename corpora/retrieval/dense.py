@@ -1,14 +1,20 @@
 """Dense ranking over the vectors stored with the passages. Each process keeps a per-corpus
-matrix in memory, reloaded when the corpus's index_version moves; a dot product ranks it.
-The same code serves SQLite and PostgreSQL (no vector extension is needed)."""
+matrix in memory, reloaded when the corpus's index_version moves; a matrix-vector product
+ranks it. The same code serves SQLite and PostgreSQL (no vector extension is needed).
 
-import functools
+The matrix is held in float16: half the memory, and the product half the bytes to read. A
+search computes it right after its query embedding, whose model weights (~40 MB) have pushed
+the matrix out of the CPU's caches, so its cost is reading the matrix from memory: 0.29 ms
+for 9,136 x 384 in float16 against 0.67 ms in float32 on this team's machine. Scores then
+differ from float32's by at most 3e-4 (unit vectors; measured over the benchmark's 200
+queries, where 99.6% of the top 10 and 99.9% of the top 200 stayed the same)."""
+
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 from django.conf import settings
-from threadpoolctl import threadpool_limits
 
 from corpora.embedding import vectors_from_bytes
 from corpora.models import Passage
@@ -24,37 +30,44 @@ class DenseIndex:
     model: str
     passage_ids: np.ndarray
     document_ids: np.ndarray
-    matrix: np.ndarray
+    matrix: torch.Tensor = field(repr=False)  # float16, one unit vector per row
 
     @property
     def nbytes(self) -> int:
-        return self.matrix.nbytes + self.passage_ids.nbytes + self.document_ids.nbytes
+        matrix = self.matrix.element_size() * self.matrix.nelement()
+        return matrix + self.passage_ids.nbytes + self.document_ids.nbytes
+
+    def scores(self, vector: np.ndarray) -> np.ndarray:
+        """Every passage's similarity to the (unit) query vector, as float32. Meant for the
+        thread that computed the vector (embed_query_async's `then`): torch runs the product
+        under that thread's torch threads."""
+        if not len(self.passage_ids):
+            return np.zeros(0, dtype=np.float32)
+        query = torch.from_numpy(np.asarray(vector, dtype=np.float16))
+        with torch.inference_mode():
+            return torch.mv(self.matrix, query).float().numpy()
 
     def rank(
         self, vector: np.ndarray, *, limit: int, document_ids: Sequence[int] | None = None
     ) -> list[tuple[int, float]]:
+        return self.top(self.scores(vector), limit=limit, document_ids=document_ids)
+
+    def top(
+        self, scores: np.ndarray, *, limit: int, document_ids: Sequence[int] | None = None
+    ) -> list[tuple[int, float]]:
+        """[(passage_id, score)], best first, from `scores` (as scores() returns them)."""
         if limit <= 0 or not len(self.passage_ids):
             return []
-        # BLAS on one thread: 0.09 ms over 9,136 x 384 where einsum took 0.5 ms. With its
-        # default threads OpenBLAS split a product this small across threads that had gone
-        # to sleep during the query embedding, and afterwards they spun on the other core,
-        # slowing the next searches' embedding (hybrid p50 22 ms instead of 15).
-        _single_threaded_blas()
-        scores = self.matrix @ np.asarray(vector, dtype=np.float32)
         if document_ids is not None:
             allowed = np.isin(self.document_ids, np.asarray(list(document_ids), dtype=np.int64))
             scores = np.where(allowed, scores, -np.inf)
-        limit = min(limit, len(scores))
-        top = np.argpartition(-scores, limit - 1)[:limit]
+        n = len(scores)
+        limit = min(limit, n)
+        top = np.argpartition(scores, n - limit)[n - limit :]
         top = top[np.argsort(-scores[top], kind="stable")]
-        top = top[np.isfinite(scores[top])]
+        if document_ids is not None:
+            top = top[np.isfinite(scores[top])]
         return list(zip(self.passage_ids[top].tolist(), scores[top].tolist(), strict=True))
-
-
-@functools.cache
-def _single_threaded_blas() -> None:
-    """Once per process: numpy's BLAS runs on the calling thread (see DenseIndex.rank)."""
-    threadpool_limits(1, user_api="blas")
 
 
 class DenseIndexCache:
@@ -73,12 +86,6 @@ class DenseIndexCache:
         self._items.put((corpus_id, model), index)
         return index
 
-    def known_empty(self, *, corpus_id: int, model: str) -> bool:
-        """Whether the corpus had no vectors when last loaded, at whatever version: a search
-        then need not embed its query before the current version says otherwise."""
-        cached = self._items.get((corpus_id, model))
-        return cached is not None and not len(cached.passage_ids)
-
     def clear(self) -> None:
         self._items.clear()
 
@@ -96,7 +103,7 @@ def _load(corpus_id: int, model: str, version: int) -> DenseIndex:
         model=model,
         passage_ids=np.array([r[0] for r in rows], dtype=np.int64),
         document_ids=np.array([r[1] for r in rows], dtype=np.int64),
-        matrix=vectors_from_bytes([r[2] for r in rows]),
+        matrix=torch.from_numpy(vectors_from_bytes([r[2] for r in rows]).astype(np.float16)),
     )
 
 

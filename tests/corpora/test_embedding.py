@@ -1,7 +1,18 @@
+import os
+import threading
+
 import numpy as np
 import pytest
 
-from corpora.embedding import MINILM_DIM, MINILM_NAME, OpenAICompatibleEmbedder, get_embedder
+from corpora.embedding import (
+    BATCH_PRIORITY,
+    MINILM_DIM,
+    MINILM_NAME,
+    QUERY_PRIORITY,
+    InferenceThread,
+    OpenAICompatibleEmbedder,
+    get_embedder,
+)
 from corpora.exceptions import EmbeddingUnavailable
 from corpora.models import Passage
 from corpora.selectors import corpus_stats, passage_search
@@ -202,3 +213,98 @@ def test_minilm_keeps_encode_for_a_pipeline_it_cannot_trace(minilm, caplog):
     assert "could not be traced" in caplog.text
     expected = unnormalised.encode(["governing law"], normalize_embeddings=True, convert_to_numpy=True)[0]
     assert np.allclose(vector, expected, atol=1e-6)
+
+
+# --- The inference thread ----------------------------------------------------------------------
+def _thread_name() -> str:
+    return threading.current_thread().name
+
+
+def test_queued_queries_overtake_queued_document_batches():
+    inference = InferenceThread(threads=1, name="test-inference")
+    started, release = threading.Event(), threading.Event()
+    ran: list[str] = []
+
+    def hold() -> None:
+        started.set()
+        release.wait(10)
+
+    # given a job running and a batch queued before a query
+    inference.submit(hold, priority=BATCH_PRIORITY)
+    assert started.wait(10)
+    batch = inference.submit(ran.append, "batch", priority=BATCH_PRIORITY)
+    query = inference.submit(ran.append, "query", priority=QUERY_PRIORITY)
+
+    # when the running job ends
+    release.set()
+    batch.result(10), query.result(10)
+
+    # then the query ran first, on the inference thread
+    assert ran == ["query", "batch"]
+    assert inference.submit(_thread_name, priority=QUERY_PRIORITY).result(10) == "test-inference"
+
+
+def test_a_failing_job_reaches_its_caller_and_the_thread_serves_on():
+    inference = InferenceThread(threads=1)
+
+    failed = inference.submit(int, "not a number", priority=QUERY_PRIORITY)
+
+    with pytest.raises(ValueError):
+        failed.result(10)
+    assert inference.submit(int, "42", priority=QUERY_PRIORITY).result(10) == 42
+
+
+def test_the_thread_runs_torch_on_the_configured_threads():
+    import torch
+
+    assert InferenceThread(threads=1).submit(torch.get_num_threads, priority=0).result(10) == 1
+    default = InferenceThread(threads=0).submit(torch.get_num_threads, priority=0).result(10)
+    assert default == len(os.sched_getaffinity(0))
+
+
+def _child_submits(inference: InferenceThread, answer) -> None:
+    name = inference.submit(_thread_name, priority=QUERY_PRIORITY).result(10)
+    answer.put(name)
+
+
+def test_a_forked_child_gets_a_thread_of_its_own():
+    import multiprocessing
+
+    inference = InferenceThread(threads=1, name="forked-inference")
+    assert inference.submit(_thread_name, priority=0).result(10) == "forked-inference"
+    context = multiprocessing.get_context("fork")
+    answer = context.Queue()
+
+    child = context.Process(target=_child_submits, args=(inference, answer))
+    child.start()
+    child.join(30)
+
+    assert child.exitcode == 0
+    assert answer.get(timeout=5) == "forked-inference"
+
+
+def test_a_job_submitted_from_the_inference_thread_runs_inline():
+    inference = InferenceThread(threads=1)
+
+    def outer() -> str:
+        return inference.submit(_thread_name, priority=BATCH_PRIORITY).result(1)
+
+    assert inference.submit(outer, priority=QUERY_PRIORITY).result(10) == inference.name
+
+
+@pytest.mark.embedding
+def test_minilm_then_runs_on_the_inference_thread_with_the_vector(minilm):
+    name, shape = minilm.embed_query_async(
+        "governing law", then=lambda vector: (_thread_name(), vector.shape)
+    ).result(60)
+
+    assert name == "deepcite-inference"
+    assert shape == (MINILM_DIM,)
+
+
+def test_a_remote_embedders_then_gets_the_vector(embedding_server):
+    embedder = OpenAICompatibleEmbedder(base_url=embedding_server.url, model="m")
+
+    norm = embedder.embed_query_async("alpha beta", then=lambda v: float(np.linalg.norm(v))).result(10)
+
+    assert norm == pytest.approx(1.0)

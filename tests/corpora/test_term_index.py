@@ -93,7 +93,8 @@ def test_an_embedding_batch_keeps_the_index_and_an_ingest_rebuilds_it(corpus):
     first = _index(corpus)
 
     corpus_bump_index_version(corpus_id=corpus.pk)  # what each embedding batch does
-    assert _index(corpus) is first
+    kept = _index(corpus)
+    assert kept.postings is first.postings and kept.rows is first.rows
 
     ingest_text(corpus, "b.txt", TERMINATION, schedule_embedding=False)
     rebuilt = _index(corpus)
@@ -150,3 +151,53 @@ def test_hybrid_hits_are_the_weighted_fusion_of_the_term_index_and_the_dense_ran
     assert [h.score for h in hits] == pytest.approx([f.score for f in expected])
     assert len(lexical) < top_k  # so some hits came from the dense ranking alone
     assert all(h.passage.text and h.passage.document.title for h in hits)
+
+
+def test_hits_come_from_memory_as_the_database_has_them(corpus, embedding_server, django_assert_num_queries):
+    # given an embedded corpus whose term index is built
+    ingest_samples(corpus, schedule_embedding=False)
+    passage_embed_pending(corpus=corpus)
+    passage_search(corpus=corpus, query="governing law", top_k=3)
+
+    # when a hybrid and a dense search run: no query through the ORM (the index_version goes
+    # to the driver directly), no hit loading
+    with django_assert_num_queries(0):
+        hybrid = passage_search(corpus=corpus, query="termination for convenience", top_k=5)
+    with django_assert_num_queries(0):
+        dense = passage_search(corpus=corpus, query="termination for convenience", top_k=5, mode="dense")
+
+    # then each hit's passage and document fields equal the ORM's
+    for hit in hybrid + dense:
+        stored = Passage.objects.select_related("document").get(pk=hit.passage.pk)
+        for name in ("corpus_id", "document_id", "ordinal", "text", "start", "end", "page", "heading_path",
+                     "is_heading", "word_count"):
+            assert getattr(hit.passage, name) == getattr(stored, name), name
+        for name in ("corpus_id", "title", "source_name", "file_type", "page_count"):
+            assert getattr(hit.passage.document, name) == getattr(stored.document, name), name
+        # and the fields memory does not keep load on access
+        assert hit.passage.embedding_model == stored.embedding_model
+        assert hit.passage.document.text == stored.document.text
+    # each hit has its own heading list: changing one leaves the index as it was
+    hybrid[0].passage.heading_path.append("changed")
+    again = passage_search(corpus=corpus, query="termination for convenience", top_k=5)
+    assert "changed" not in again[0].passage.heading_path
+
+
+def test_a_renamed_document_shows_its_new_title_once_the_version_moves(corpus, embedding_server):
+    from django.contrib.admin.sites import AdminSite
+
+    from corpora.admin import DocumentAdmin
+    from corpora.models import Document
+
+    ingest_samples(corpus, schedule_embedding=False)
+    passage_embed_pending(corpus=corpus)
+    hit = passage_search(corpus=corpus, query="governing law Delaware", top_k=1)[0]
+    document = Document.objects.get(pk=hit.passage.document_id)
+
+    # the admin's save moves the corpus's index_version with the title
+    document.title = "Renamed agreement"
+    DocumentAdmin(Document, AdminSite()).save_model(None, document, None, change=True)
+
+    again = passage_search(corpus=corpus, query="governing law Delaware", top_k=1)[0]
+    assert again.passage.pk == hit.passage.pk
+    assert again.passage.document.title == "Renamed agreement"
