@@ -58,7 +58,7 @@ BATCH_PRIORITY = 1
 
 class InferenceThread:
     """One thread per process that runs every call into a local model, with `threads` torch
-    threads under it (0: torch's default, one per core).
+    threads under it (0: one per CPU the process may run on).
 
     One thread, not a pool, because of how torch runs on the CPU: each thread that calls into
     torch with more than one thread gets its own OpenMP team, and an idle team's workers keep

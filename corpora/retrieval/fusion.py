@@ -29,24 +29,21 @@ def weighted_rrf(
     k: int = RRF_K,
     limit: int | None = None,
 ) -> list[FusedHit]:
-    """The fused ranking, best first; only its first `limit` hits when given."""
-    scores: dict[int, float] = {}
-    lexical_ranks: dict[int, int] = {}
-    dense_ranks: dict[int, int] = {}
-    for rank, (pid, _) in enumerate(lexical, start=1):
-        lexical_ranks[pid] = rank
-        scores[pid] = scores.get(pid, 0.0) + lexical_weight / (k + rank)
+    """The fused ranking, best first; only its first `limit` hits when given. Equal scores keep
+    lexical order, then dense order for passages only the dense ranker found."""
+    scores = {pid: lexical_weight / (k + rank) for rank, (pid, _) in enumerate(lexical, start=1)}
+    get = scores.get
     for rank, (pid, _) in enumerate(dense, start=1):
-        dense_ranks[pid] = rank
-        scores[pid] = scores.get(pid, 0.0) + dense_weight / (k + rank)
-
-    def order(item: tuple[int, float]) -> tuple[float, int, int]:
-        return (-item[1], lexical_ranks.get(item[0], 1 << 30), item[0])
-
-    # Only the first `limit` are needed: a partial selection, not a sort of every candidate.
-    ordered = (
-        sorted(scores.items(), key=order)
+        scores[pid] = get(pid, 0.0) + dense_weight / (k + rank)
+    # The dict holds the lexical passages first, in rank order, then the dense-only ones: a
+    # stable selection by score alone breaks ties as said, with no Python key function (this
+    # runs after the query embedding, on cold caches). Only the first `limit` are needed.
+    by_score = scores.__getitem__
+    best = (
+        sorted(scores, key=by_score, reverse=True)
         if limit is None
-        else heapq.nsmallest(limit, scores.items(), key=order)
+        else heapq.nlargest(limit, scores, key=by_score)
     )
-    return [FusedHit(pid, score, lexical_ranks.get(pid), dense_ranks.get(pid)) for pid, score in ordered]
+    lexical_ranks = {pid: rank for rank, (pid, _) in enumerate(lexical, start=1)}
+    dense_ranks = {pid: rank for rank, (pid, _) in enumerate(dense, start=1)}
+    return [FusedHit(pid, scores[pid], lexical_ranks.get(pid), dense_ranks.get(pid)) for pid in best]
