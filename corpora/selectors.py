@@ -42,6 +42,7 @@ from corpora.retrieval.fusion import weighted_rrf
 from corpora.retrieval.lexical import lexical_ranking, phrase_candidates
 from corpora.retrieval.query import ParsedQuery, parse_query, words
 from corpora.retrieval.term_index import HIT_DOCUMENT_FIELDS, TermIndex, term_indexes
+from corpora.retrieval.versions import index_versions
 
 logger = logging.getLogger(__name__)
 
@@ -247,10 +248,16 @@ def _index_version_sql(vendor: str) -> str:
 
 
 def _index_version(corpus_id: int) -> int:
-    """The corpus's index_version. Every search reads it just before or after its query
-    embedding, when Django's cursor wrapper (placeholder rewriting, wrappers, a cursor per
-    statement) took 0.31 ms; the driver's connection answers in 0.11. Errors still become
-    Django's; the statement does not appear in Django's query log."""
+    """The corpus's index_version: on PostgreSQL as this process last read it, until a change
+    is notified (corpora.retrieval.versions); otherwise read now."""
+    return index_versions.get(corpus_id, functools.partial(_read_index_version, corpus_id))
+
+
+def _read_index_version(corpus_id: int) -> int:
+    """Every search reads the version just before its query embedding, where Django's cursor
+    wrapper (placeholder rewriting, wrappers, a cursor per statement) took 0.31 ms on SQLite;
+    the driver's connection answers in 0.11. Errors still become Django's; the statement does
+    not appear in Django's query log."""
     db = connections[DEFAULT_DB_ALIAS]
     if db.vendor not in ("sqlite", "postgresql"):
         with db.cursor() as cursor:

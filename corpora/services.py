@@ -10,7 +10,7 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 from guardian.shortcuts import assign_perm
 
@@ -25,6 +25,8 @@ from corpora.exceptions import (
 )
 from corpora.extraction import extract, file_type_for
 from corpora.models import Corpus, Document, Passage
+from corpora.retrieval.versions import CHANNEL as VERSION_CHANNEL
+from corpora.retrieval.versions import index_versions
 from corpora.selectors import document_get_by_hash
 
 logger = logging.getLogger(__name__)
@@ -60,7 +62,14 @@ def corpus_create(*, creator: AbstractBaseUser, name: str, description: str = ""
 
 
 def corpus_bump_index_version(*, corpus_id: int) -> None:
+    """Searches in every process see the corpus's passages and documents anew. On PostgreSQL
+    the bump NOTIFYs the processes' version listeners when its transaction commits
+    (corpora.retrieval.versions)."""
     Corpus.objects.filter(pk=corpus_id).update(index_version=F("index_version") + 1)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_notify(%s, %s)", [VERSION_CHANNEL, str(corpus_id)])
+    index_versions.forget(corpus_id)
 
 
 @dataclass(frozen=True)

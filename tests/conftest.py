@@ -5,6 +5,7 @@ from pydantic_ai import models as pydantic_ai_models
 from corpora.retrieval.dense import dense_indexes
 from corpora.retrieval.lexical import term_statistics
 from corpora.retrieval.term_index import term_indexes
+from corpora.retrieval.versions import index_versions
 from corpora.services import corpus_create
 from research.runloop import run_loop
 
@@ -15,6 +16,7 @@ def _run_loop_connections_closed(django_db_setup):
     before the test database is dropped (torn down before django_db_setup)."""
     yield
     run_loop.close_database_connections()
+    index_versions.stop()  # its LISTEN connection would keep the test database from dropping
 
 
 @pytest.fixture(autouse=True)
@@ -23,10 +25,12 @@ def _fresh_process_caches():
     dense_indexes.clear()
     term_statistics.clear()
     term_indexes.clear()
+    index_versions.clear()
     yield
     dense_indexes.clear()
     term_statistics.clear()
     term_indexes.clear()
+    index_versions.clear()
 
 
 @pytest.fixture

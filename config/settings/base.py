@@ -126,6 +126,12 @@ EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 256)
 # thread per process (corpora.embedding.InferenceThread), so this is all it uses.
 EMBEDDING_THREADS = env_int("EMBEDDING_THREADS", 0)
 
+# PostgreSQL: each process keeps the corpora's index_version until a change is NOTIFYed
+# (corpora.retrieval.versions), at most this many seconds. Switch off behind a pooler that
+# drops LISTEN (PgBouncer in transaction mode): every search then reads the version.
+SEARCH_INDEX_VERSION_LISTEN = env_bool("SEARCH_INDEX_VERSION_LISTEN", True)
+SEARCH_INDEX_VERSION_MAX_AGE_SECONDS = env_float("SEARCH_INDEX_VERSION_MAX_AGE_SECONDS", 5.0)
+
 # Fusion of the lexical and dense rankings (see corpora/retrieval/fusion.py for the tuning notes).
 SEARCH_FUSION_LEXICAL_WEIGHT = env_float("SEARCH_FUSION_LEXICAL_WEIGHT", 1.0)
 SEARCH_FUSION_DENSE_WEIGHT_KEYWORDS = env_float("SEARCH_FUSION_DENSE_WEIGHT_KEYWORDS", 0.3)

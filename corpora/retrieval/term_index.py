@@ -53,7 +53,7 @@ HIT_DOCUMENT_FIELDS = ("id", "corpus_id", "title", "source_name", "file_type", "
 _HEADING_PATH = HIT_PASSAGE_FIELDS.index("heading_path")
 _DOCUMENT_ID = HIT_PASSAGE_FIELDS.index("document_id")
 # A rough per-row cost of the Python objects beside the text, for the cache's byte bound.
-_ROW_OVERHEAD_BYTES = 400
+_ROW_OVERHEAD_BYTES = 1100  # measured with tracemalloc: 20.6 MB held for 9,136 CUAD passages
 
 M = TypeVar("M", bound=Model)
 
