@@ -18,6 +18,9 @@ def temporary_postgres(server_url: str, prefix: str) -> tuple[str, Callable[[], 
     def drop() -> None:
         from django.db import connections
 
+        from corpora.retrieval.versions import index_versions
+
+        index_versions.stop()  # its LISTEN connection would be cut by the drop, noisily
         connections.close_all()
         with psycopg.connect(server_url, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

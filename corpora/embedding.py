@@ -174,9 +174,7 @@ class MiniLMEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_query_async(text).result()
 
-    def embed_query_async(
-        self, text: str, *, then: "Callable[[np.ndarray], T] | None" = None
-    ) -> "Future[T]":
+    def embed_query_async(self, text: str, *, then: "Callable[[np.ndarray], T] | None" = None) -> "Future[T]":
         """The query's vector, or `then(vector)` when given, computed on the inference thread
         (a dense ranking's matrix product then runs under the same torch threads)."""
         return self._inference.submit(_then, self._embed_query, text, then, priority=QUERY_PRIORITY)
@@ -272,9 +270,7 @@ class OpenAICompatibleEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         return self._post([text])[0]
 
-    def embed_query_async(
-        self, text: str, *, then: "Callable[[np.ndarray], T] | None" = None
-    ) -> "Future[T]":
+    def embed_query_async(self, text: str, *, then: "Callable[[np.ndarray], T] | None" = None) -> "Future[T]":
         """The query's vector, or `then(vector)`, from a pool thread: the request waits on
         the network while the caller goes on."""
         return _request_pool.submit(_then, self.embed_query, text, then)

@@ -1,7 +1,7 @@
 """The bundled MiniLM's query embedding as one TorchScript call.
 
-A search embeds its query on a pool thread while its own thread ranks lexically, and a research
-worker runs many searches at once. sentence-transformers' encode() dispatches a few hundred torch
+A search embeds its query on the model's inference thread (corpora.embedding.InferenceThread)
+while its own thread ranks lexically, and a research worker runs many searches at once. sentence-transformers' encode() dispatches a few hundred torch
 ops from Python and takes the GIL back after each one, and each take-back can wait a whole switch
 interval: beside a busy Python thread a query took 440 ms instead of 20 on this team's machine,
 beside a lexical search 55 ms. The traced pipeline runs the whole forward pass without the GIL

@@ -5,7 +5,7 @@ and the fusion. On SQLite FTS5 computes bm25() for every passage holding a query
 1 us each, thousands of rows for a legal question, 200 deep for fusion), and on a 2-core machine
 that query also slows the embedding running beside it. Here a query is a few numpy additions
 over the terms' posting arrays: well under a millisecond. The lexical search mode itself stays
-on the database's full-text index (FTS5 or tsvector); this index serves hybrid only.
+on the database's full-text index (FTS5 or tsvector); this index ranks for hybrid only.
 
 Each process builds a corpus's index on its first hybrid or dense search and keeps it while the
 corpus's passages stay the same (their count and last id: embedding batches, which move
@@ -108,7 +108,6 @@ class TermIndex:
             found[pid] = passage
         return found
 
-
     def rank(
         self, terms: Iterable[str], *, limit: int, document_ids: Sequence[int] | None = None
     ) -> list[tuple[int, float]]:
@@ -141,6 +140,7 @@ def _loaded(model: type[M], names: Sequence[str], values: Sequence) -> M:
     instance._state.db = DEFAULT_DB_ALIAS
     instance.__dict__.update(zip(names, values, strict=True))
     return instance
+
 
 def build(corpus_id: int, extent: tuple[int, int]) -> TermIndex:
     rows = list(
@@ -217,10 +217,10 @@ class TermIndexCache:
         with self._lock:
             building = self._building.setdefault(corpus_id, threading.Lock())
         with building:  # one build per corpus at a time; the others wait for it
-            extent = _extent(corpus_id)
             cached = self._items.get(corpus_id)
             if cached is not None and cached[0] == version:  # built while this one waited
                 return cached[1]
+            extent = _extent(corpus_id)
             if cached is not None and cached[1].extent == extent:
                 index = replace(cached[1], documents=_documents(corpus_id))
             else:

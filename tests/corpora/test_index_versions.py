@@ -13,9 +13,7 @@ from corpora.selectors import _index_version, passage_search
 from corpora.services import corpus_bump_index_version
 from tests.factories import ingest_text
 
-postgres_only = pytest.mark.skipif(
-    connection.vendor != "postgresql", reason="LISTEN/NOTIFY is PostgreSQL's"
-)
+postgres_only = pytest.mark.skipif(connection.vendor != "postgresql", reason="LISTEN/NOTIFY is PostgreSQL's")
 
 
 def _eventually(check, seconds: float = 10.0) -> bool:

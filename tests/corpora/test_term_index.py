@@ -169,8 +169,18 @@ def test_hits_come_from_memory_as_the_database_has_them(corpus, embedding_server
     # then each hit's passage and document fields equal the ORM's
     for hit in hybrid + dense:
         stored = Passage.objects.select_related("document").get(pk=hit.passage.pk)
-        for name in ("corpus_id", "document_id", "ordinal", "text", "start", "end", "page", "heading_path",
-                     "is_heading", "word_count"):
+        for name in (
+            "corpus_id",
+            "document_id",
+            "ordinal",
+            "text",
+            "start",
+            "end",
+            "page",
+            "heading_path",
+            "is_heading",
+            "word_count",
+        ):
             assert getattr(hit.passage, name) == getattr(stored, name), name
         for name in ("corpus_id", "title", "source_name", "file_type", "page_count"):
             assert getattr(hit.passage.document, name) == getattr(stored.document, name), name
