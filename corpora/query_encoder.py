@@ -1,14 +1,14 @@
 """The bundled MiniLM's query embedding as one TorchScript call.
 
 A search embeds its query on the model's inference thread (corpora.embedding.InferenceThread)
-while its own thread ranks lexically, and a research worker runs many searches at once. sentence-transformers' encode() dispatches a few hundred torch
-ops from Python and takes the GIL back after each one, and each take-back can wait a whole switch
-interval: beside a busy Python thread a query took 440 ms instead of 20 on this team's machine,
-beside a lexical search 55 ms. The traced pipeline runs the whole forward pass without the GIL
-(13 ms alone here, 45 ms beside a busy Python thread, 16 ms beside lexical searches). Its vectors
-equal encode()'s (tests/corpora/test_embedding.py compares them), so query vectors stay
-comparable with the stored passage vectors, which the batch pipeline keeps computing with
-encode()."""
+while its own thread ranks lexically, and a research worker runs many searches at once.
+sentence-transformers' encode() dispatches a few hundred torch ops from Python and takes the
+GIL back after each one, and each take-back can wait a whole switch interval: beside a busy
+Python thread a query took 440 ms instead of 20 on this team's machine, beside a lexical
+search 55 ms. The traced pipeline runs the whole forward pass without the GIL (13 ms alone
+here, 45 ms beside a busy Python thread, 16 ms beside lexical searches). Its vectors equal
+encode()'s (tests/corpora/test_embedding.py compares them), so query vectors stay comparable
+with the stored passage vectors, which the batch pipeline keeps computing with encode()."""
 
 import warnings
 
