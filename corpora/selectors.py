@@ -41,7 +41,7 @@ from corpora.retrieval.dense import dense_indexes
 from corpora.retrieval.fusion import weighted_rrf
 from corpora.retrieval.lexical import lexical_ranking, phrase_candidates
 from corpora.retrieval.query import ParsedQuery, parse_query, words
-from corpora.retrieval.term_index import HIT_DOCUMENT_FIELDS, TermIndex, term_indexes
+from corpora.retrieval.term_index import HIT_DOCUMENT_FIELDS, HIT_PASSAGE_FIELDS, TermIndex, term_indexes
 from corpora.retrieval.versions import index_versions
 
 logger = logging.getLogger(__name__)
@@ -259,11 +259,6 @@ def _read_index_version(corpus_id: int) -> int:
     the driver's connection answers in 0.11. Errors still become Django's; the statement does
     not appear in Django's query log."""
     db = connections[DEFAULT_DB_ALIAS]
-    if db.vendor not in ("sqlite", "postgresql"):
-        with db.cursor() as cursor:
-            cursor.execute(_index_version_sql("default"), [corpus_id])
-            row = cursor.fetchone()
-        return row[0] if row else 0
     db.ensure_connection()
     with db.wrap_database_errors:
         row = db.connection.execute(_index_version_sql(db.vendor), (corpus_id,)).fetchone()
@@ -282,7 +277,9 @@ def _hydrate(ranked: Ranked, *, held: TermIndex | None = None) -> list[PassageHi
 
 @functools.cache
 def _hit_columns() -> tuple[list[str], list[Any]]:
-    passage_fields = [f for f in Passage._meta.concrete_fields if f.name != "embedding"]
+    # The fields a hit from memory has (corpora.retrieval.term_index), so that hits look the
+    # same wherever they come from.
+    passage_fields = [Passage._meta.get_field(name) for name in HIT_PASSAGE_FIELDS]
     document_fields = [Document._meta.get_field(name) for name in HIT_DOCUMENT_FIELDS]
     return (
         [f.attname for f in passage_fields],

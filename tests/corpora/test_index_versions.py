@@ -47,12 +47,18 @@ def _in_another_thread(fn) -> None:
     thread.join(30)
 
 
-@postgres_only
-@pytest.mark.django_db(transaction=True)
-def test_a_kept_version_moves_when_another_connection_commits_a_bump(user):
+@pytest.fixture
+def listening_corpus(user):
+    """A committed corpus whose version this process keeps, and that version."""
     corpus = Corpus.objects.create(creator=user, name="c")
     assert _listening(corpus)
-    kept = _index_version(corpus.pk)
+    return corpus, _index_version(corpus.pk)
+
+
+@postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_a_kept_version_moves_when_another_connection_commits_a_bump(listening_corpus):
+    corpus, kept = listening_corpus
 
     # a silent change is not seen: the version is kept, no statement per search
     _set_version_silently(corpus.pk, kept + 10)
@@ -80,10 +86,8 @@ def test_an_ingest_in_another_thread_is_found_by_the_next_search(user):
 
 @postgres_only
 @pytest.mark.django_db(transaction=True)
-def test_nothing_is_kept_while_the_listener_is_down_and_it_listens_again(user):
-    corpus = Corpus.objects.create(creator=user, name="c")
-    assert _listening(corpus)
-    kept = _index_version(corpus.pk)
+def test_nothing_is_kept_while_the_listener_is_down_and_it_listens_again(listening_corpus):
+    corpus, kept = listening_corpus
 
     # when the listener's connection is cut
     with connection.cursor() as cursor:
