@@ -64,13 +64,11 @@ class IndexVersions:
     def forget(self, corpus_id: int) -> None:
         """This process moved the corpus's version (the notification follows the commit)."""
         with self._lock:
-            self._generation += 1
-            self._known.pop(corpus_id, None)
+            self._drop(corpus_id)
 
     def clear(self) -> None:
         with self._lock:
-            self._generation += 1
-            self._known.clear()
+            self._drop()
 
     def listening(self) -> bool:
         return self._listening and self._pid == os.getpid()
@@ -83,8 +81,7 @@ class IndexVersions:
             thread.join(POLL_SECONDS + 5)
         with self._lock:
             self._thread, self._listening, self._pid = None, False, 0
-            self._known.clear()
-            self._generation += 1
+            self._drop()
         self._stop = threading.Event()
 
     def _enabled(self) -> bool:
@@ -103,15 +100,14 @@ class IndexVersions:
             # A forked child inherits what its parent kept but not the parent's listener.
             self._pid = os.getpid()
             self._listening = False
-            self._known.clear()
-            self._generation += 1
+            self._drop()
             db = connections[DEFAULT_DB_ALIAS]
             # Named, so that an operator sees it in pg_stat_activity for what it is.
             params = {**db.get_connection_params(), "application_name": APPLICATION_NAME}
             self._thread = threading.Thread(
                 target=self._listen,
                 args=(db, params, self._stop),
-                name="deepcite-index-versions",
+                name=APPLICATION_NAME,
                 daemon=True,
             )
             self._thread.start()
@@ -133,17 +129,21 @@ class IndexVersions:
             finally:
                 with self._lock:
                     self._listening = False
-                    self._known.clear()
-                    self._generation += 1
+                    self._drop()
             stop.wait(RECONNECT_SECONDS)
 
     def _notified(self, payload: str) -> None:
         with self._lock:
-            self._generation += 1
-            try:
-                self._known.pop(int(payload), None)
-            except ValueError:
-                self._known.clear()
+            self._drop(int(payload) if payload.isdigit() else None)
+
+    def _drop(self, corpus_id: int | None = None) -> None:
+        """With the lock held: forget one corpus's version, or all (None); a read in flight
+        when this ran is not kept either."""
+        self._generation += 1
+        if corpus_id is None:
+            self._known.clear()
+        else:
+            self._known.pop(corpus_id, None)
 
 
 index_versions = IndexVersions(
