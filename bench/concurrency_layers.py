@@ -96,7 +96,7 @@ def stand_in_tools(answers: dict[str, Any]) -> list[Any]:
     validation), each answering what `answers` holds for it."""
     from pydantic_ai import Tool
 
-    from llms.research_agent import research_agent
+    from research.engine.researcher import research_agent
 
     def stand_in(tool: Any, answer: Any) -> Any:
         @functools.wraps(tool.function)
@@ -132,11 +132,12 @@ def function_mind(script: ScriptedResearcher):
 
 async def agent_runs(n: int, tools: list[Any], model_for_run) -> tuple[float, float]:
     """(wall, CPU) of n concurrent runs, after one warm-up run (imports, a first connection)."""
-    from llms.research_agent import ResearchDeps, research_agent
+    from research.engine.researcher import ResearchDeps, research_agent
+    from research.engine.store import RunStore
 
     async def one() -> None:
         # Deps as a run builds them; the stand-in tools read none of them.
-        deps = ResearchDeps(report_id=0, corpus=None, user_id=0, breadth=3, search_top_k=8)
+        deps = ResearchDeps(store=RunStore(report_id=0, corpus=None, search_top_k=8), breadth=3)
         async with research_agent.iter("Liability and termination", deps=deps, model=model_for_run()) as run:
             async for _node in run:
                 pass
@@ -181,8 +182,8 @@ def research_runs(user: Any, corpora: list[Any], label: str) -> list[str]:
 
 def search_answer(corpus: Any) -> dict[str, Any]:
     """What the real search tool answers the script's query on a sample corpus."""
+    from corpora.passage_views import passage_view
     from corpora.selectors import passage_search
-    from llms.passages import passage_view
 
     hits = passage_search(corpus=corpus, query=SEARCH_QUERY, top_k=8, mode="lexical")
     return {"results": [passage_view(hit.passage) for hit in hits]}
@@ -197,7 +198,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     atexit.register(drop)
     setup_django(database_url, model_url, args.n)
 
-    from llms.providers import research_model
+    from django.conf import settings
+
+    from llms.providers import configured_model
 
     user, corpora = corpora_for_runs(args.n)
     tools = stand_in_tools(
@@ -213,7 +216,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     results.append(layer("agent", args.n, ideal_run, wall, cpu))
 
     def http_model():
-        return research_model(breadth=3, search_top_k=8, depth="standard", shared_client=True).model
+        return configured_model(settings.RESEARCH_MODEL, shared_client=True).model
 
     wall, cpu = asyncio.run(agent_runs(args.n, tools, http_model))
     results.append(layer("agent_http", args.n, ideal_run, wall, cpu))

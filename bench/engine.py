@@ -213,7 +213,7 @@ def run_once(*, user, corpus, label: str) -> dict[str, Any]:
     from celery.signals import task_postrun, task_prerun
     from pydantic_ai.models.function import FunctionModel
 
-    from llms.research_agent import research_agent
+    from research.engine.researcher import research_agent
     from research.models import ResearchReport
     from research.services import report_start
 

@@ -5,17 +5,19 @@ calls come back to this thread, as research runs do."""
 from dataclasses import dataclass
 
 from asgiref.sync import async_to_sync
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from pydantic_ai import UsageLimits
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 
 from config.exceptions import ApplicationError
+from conversations.agent import ChatDeps, chat_agent
 from conversations.models import ChatMessage, Conversation, MessageRole
+from conversations.offline import OFFLINE_CHAT_MODEL_NAME, offline_chat_model
 from conversations.services import MessageInvalid, chat_message_append, conversation_create
 from corpora.models import Corpus
-from llms.chat_agent import ChatDeps, chat_agent
 from llms.prompts import chat_user_prompt
-from llms.providers import chat_model
+from llms.providers import OFFLINE, ChosenModel, Engine, configured_model
 from research.models import ResearchReport
 
 HISTORY_MESSAGES = 12
@@ -75,6 +77,14 @@ async def _answer(deps: ChatDeps, content: str, history: list[ModelMessage]) -> 
         usage_limits=UsageLimits(request_limit=CHAT_REQUEST_LIMIT),
     )
     return result.output
+
+
+def chat_model() -> ChosenModel:
+    """The chat agent's model: CHAT_MODEL, else RESEARCH_MODEL's, else the offline chat mind."""
+    spec = (settings.CHAT_MODEL or settings.RESEARCH_MODEL or OFFLINE).strip()
+    if spec == OFFLINE:
+        return ChosenModel(offline_chat_model(), OFFLINE_CHAT_MODEL_NAME, Engine.OFFLINE)
+    return configured_model(spec)
 
 
 def _history(conversation: Conversation) -> list[ModelMessage]:

@@ -1,12 +1,13 @@
-"""Which model an agent talks to, from settings: `offline` (the built-in extractive engines,
-the default when no provider is configured), any PydanticAI model string such as
+"""Which model an agent talks to, from a model spec: any PydanticAI model string such as
 `openai:gpt-4o-mini` or `anthropic:claude-sonnet-4-5`, or `openai-compatible:<model>` with
-`LLM_BASE_URL` for Ollama, vLLM and other OpenAI-compatible servers."""
+`LLM_BASE_URL` for Ollama, vLLM and other OpenAI-compatible servers. `offline` names the
+built-in minds, which the agents' own modules provide; this module only builds provider models."""
 
 import asyncio
 import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from enum import StrEnum
 
 from django.conf import settings
 from pydantic_ai.models import Model, infer_model
@@ -14,15 +15,16 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from config.exceptions import ApplicationError
-from llms.offline import OFFLINE_MODEL_NAME, offline_model
-from llms.offline_chat import OFFLINE_CHAT_MODEL_NAME, offline_chat_model
 from llms.openai_client import ChatCompletionsClient, openai_client
 from llms.retrying import RetryingModel
 
 OFFLINE = "offline"
 OPENAI_COMPATIBLE = "openai-compatible:"
-ENGINE_OFFLINE = "offline-extractive"
-ENGINE_LLM = "llm"
+
+
+class Engine(StrEnum):
+    OFFLINE = "offline-extractive"
+    LLM = "llm"
 
 
 class ModelConfigurationError(ApplicationError):
@@ -33,33 +35,15 @@ class ModelConfigurationError(ApplicationError):
 class ChosenModel:
     model: Model
     name: str
-    engine: str  # ENGINE_OFFLINE or ENGINE_LLM
+    engine: str  # an Engine
     # Closes the model's HTTP client; await it on the event loop the run used.
     aclose: Callable[[], Awaitable[None]] | None = None
 
 
-def research_model(
-    *, breadth: int, search_top_k: int, depth: str, shared_client: bool = False
-) -> ChosenModel:
-    """A model for one run. With shared_client (a run on the process's run loop), the HTTP
-    client and its connection pool are the loop's, shared by every run it carries; otherwise
-    the run gets a client of its own, closed with ChosenModel.aclose."""
-    spec = (settings.RESEARCH_MODEL or OFFLINE).strip()
-    if spec == OFFLINE:
-        model = offline_model(breadth=breadth, search_top_k=search_top_k, depth=depth)
-        return ChosenModel(model, OFFLINE_MODEL_NAME, ENGINE_OFFLINE)
-    return _configured(spec, shared_client=shared_client)
-
-
-def chat_model() -> ChosenModel:
-    """The chat agent's model: CHAT_MODEL, else RESEARCH_MODEL's, else the offline chat engine."""
-    spec = (settings.CHAT_MODEL or settings.RESEARCH_MODEL or OFFLINE).strip()
-    if spec == OFFLINE:
-        return ChosenModel(offline_chat_model(), OFFLINE_CHAT_MODEL_NAME, ENGINE_OFFLINE)
-    return _configured(spec)
-
-
-def _configured(spec: str, *, shared_client: bool = False) -> ChosenModel:
+def configured_model(spec: str, *, shared_client: bool = False) -> ChosenModel:
+    """A provider model for `spec`. With shared_client (a run on the process's run loop), the
+    HTTP client and its connection pool are the loop's, shared by every run it carries;
+    otherwise the model gets a client of its own, closed with ChosenModel.aclose."""
     if spec.startswith(OPENAI_COMPATIBLE):
         name = spec.removeprefix(OPENAI_COMPATIBLE)
         if not settings.LLM_BASE_URL or not name:
@@ -72,9 +56,9 @@ def _configured(spec: str, *, shared_client: bool = False) -> ChosenModel:
             aclose = client.close
         # A model per run (RetryingModel counts the run's retries); only the client is shared.
         model = OpenAIChatModel(name, provider=OpenAIProvider(openai_client=client))
-        return ChosenModel(RetryingModel(model), spec, ENGINE_LLM, aclose=aclose)
+        return ChosenModel(RetryingModel(model), spec, Engine.LLM, aclose=aclose)
     try:
-        return ChosenModel(RetryingModel(infer_model(spec)), spec, ENGINE_LLM)
+        return ChosenModel(RetryingModel(infer_model(spec)), spec, Engine.LLM)
     except Exception as exc:  # unknown provider prefix, missing API key, missing extra
         raise ModelConfigurationError(f"cannot use model {spec!r}: {exc}") from exc
 

@@ -12,7 +12,7 @@ from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
-from research.run import report_fail_unstarted, report_run_async, report_salvage_on_timeout
+from research.engine.run import report_fail_unstarted, report_run_async, report_salvage_on_timeout
 from research.runloop import database, run_loop
 from research.services import reports_reap_stalled
 

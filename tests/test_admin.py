@@ -3,7 +3,7 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from accounts.services import api_token_create
-from research.run import report_run
+from research.engine.run import report_run
 from research.services import report_start
 from tests.factories import ingest_samples
 

@@ -4,7 +4,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from config.env import env_bool, env_int
 from config.settings.base import *  # noqa: F403
-from config.settings.base import SECRET_KEY
+from config.settings.base import MIDDLEWARE, SECRET_KEY
 
 if not SECRET_KEY or len(SECRET_KEY) < 32:
     raise ImproperlyConfigured("SECRET_KEY must be set to at least 32 random characters")
@@ -15,6 +15,10 @@ SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+
+# Collected static files (the admin's, the pages') served by the app process itself, right
+# after SecurityMiddleware as WhiteNoise asks. (runserver serves them in development.)
+MIDDLEWARE = [MIDDLEWARE[0], "whitenoise.middleware.WhiteNoiseMiddleware", *MIDDLEWARE[1:]]
 
 # Hashed, compressed static files built by `collectstatic` (the image runs it at build time).
 STORAGES = {

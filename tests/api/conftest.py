@@ -6,8 +6,8 @@ from graphql_relay import to_global_id
 
 from accounts.services import api_token_create
 from corpora.models import Document
+from research.engine.run import report_run
 from research.models import ResearchReport
-from research.run import report_run
 from research.services import report_start
 from tests.factories import ingest_samples
 

@@ -5,9 +5,9 @@ answers. The offline chat engine recognizes research requests deterministically.
 import pytest
 
 from conversations.models import ChatMessage, Conversation, MessageRole
-from llms.offline_chat import is_research_request
+from conversations.offline import is_research_request
+from research.engine.run import report_run
 from research.models import ReportStatus, ResearchReport
-from research.run import report_run
 from tests.api.conftest import gid
 
 SEND = """mutation($c: ID!, $conv: ID, $text: String!) {

@@ -8,8 +8,8 @@ from accounts.models import ApiToken
 from conversations.models import ChatMessage, Conversation, MessageRole
 from corpora.services import corpus_create
 from notifications.models import Notification
+from research.engine.run import report_run
 from research.models import ReportStatus, ResearchReport
-from research.run import report_run
 from research.services import report_mark_running, report_start
 from tests.api.conftest import GraphQL, gid
 

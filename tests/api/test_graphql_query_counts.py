@@ -6,7 +6,7 @@ from django.test.utils import CaptureQueriesContext
 from conversations.models import MessageRole
 from conversations.services import chat_message_append, conversation_create
 from corpora.services import corpus_create
-from research.run import report_run
+from research.engine.run import report_run
 from research.services import report_start
 from tests.api.conftest import GraphQL, gid
 from tests.factories import ingest_text

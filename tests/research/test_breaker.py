@@ -2,9 +2,9 @@ import pytest
 
 from corpora.services import passage_embed_pending
 from llms.breaker import CircuitBreaker, breakers
-from llms.research_agent import research_agent
+from research.engine.researcher import research_agent
+from research.engine.run import report_run
 from research.models import ResearchReport
-from research.run import report_run
 from tests.embedding_server import EmbeddingServer
 from tests.research.scripts import call, scripted
 

@@ -9,9 +9,9 @@ from pydantic_ai import models as pydantic_ai_models
 
 from corpora.models import Passage
 from notifications.models import Notification
+from research.engine.run import report_run
 from research.exceptions import ReportAlreadyActive, ReportNotFound, ReportNotResumable
 from research.models import ReportStatus, ResearchReport
-from research.run import report_run
 from research.services import (
     LeaseLost,
     Outcome,

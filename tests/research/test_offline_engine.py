@@ -2,8 +2,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llms.offline import best_sentences, plan_questions, sentences
-from llms.prompts import RESEARCH_PROMPT_TAG, research_user_prompt, unwrap
+from llms.prompts import unwrap
+from research.engine.prompts import RESEARCH_PROMPT_TAG, research_user_prompt
+from research.engine.text import best_sentences, plan_questions, sentences
 
 
 @pytest.mark.parametrize(
@@ -83,7 +84,7 @@ def test_the_request_is_fenced_and_cannot_close_its_frame():
 
 
 def test_deeper_presets_search_and_record_more():
-    from llms.offline import PROFILES
+    from research.engine.researcher import PROFILES
 
     shallow, standard, deep = PROFILES["shallow"], PROFILES["standard"], PROFILES["deep"]
     assert not shallow.keyword_search_always and standard.keyword_search_always

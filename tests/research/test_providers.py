@@ -1,8 +1,8 @@
 import pytest
 from pydantic_ai import models as pydantic_ai_models
 
+from research.engine.run import report_run
 from research.models import ReportStatus, ResearchReport
-from research.run import report_run
 from tests.chat_server import ChatServer, tool_results
 
 LIABILITY_SENTENCE = (

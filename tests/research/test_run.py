@@ -5,10 +5,10 @@ from django.urls import reverse
 from conversations.models import MessageRole
 from conversations.services import chat_message_append, conversation_create
 from corpora.models import Passage
-from llms.research_agent import research_agent
 from notifications.models import Notification, NotificationKind
+from research.engine.researcher import research_agent
+from research.engine.run import report_run, report_salvage_on_timeout
 from research.models import ReportStatus, ResearchReport
-from research.run import report_run, report_salvage_on_timeout
 from research.services import report_cancel, report_mark_running, report_start
 from tests.research.checks import assert_closed_citation_graph
 from tests.research.scripts import call, first_result, scripted

@@ -1,17 +1,13 @@
-"""The offline engine: a deterministic PydanticAI FunctionModel that drives the research agent
-with no LLM. It reads the request from the prompt, plans sub-questions, searches with the same
-tools, picks the sentences of the retrieved passages that best match each sub-question as
-verbatim quotes, records them as findings, and finalizes an extractive report.
+"""The researcher: an agent with read-only retrieval tools over one corpus, scratchpad tools
+that record the plan and findings, and `finalize_report` as its output; and its offline mind,
+a deterministic FunctionModel that plays it with no LLM. The agent reaches its run only through
+the run store in its deps: report, corpus and user are never the model's to choose."""
 
-Every step is decided from the message history alone (like a model), so a run can be replayed
-and resumed; nothing in the report is written by the engine except headings and counts."""
-
-import math
-import re
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import BaseModel, Field
+from pydantic_ai import Agent, RunContext, ToolOutput
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -22,18 +18,117 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from corpora.retrieval.query import STOPWORDS, words
-from llms.prompts import RESEARCH_PROMPT_TAG, unwrap
+from config.exceptions import ApplicationError
+from llms.prompts import unwrap
 from research.drafts import compose_report
+from research.engine.prompts import RESEARCH_INSTRUCTIONS, RESEARCH_PROMPT_TAG
+from research.engine.store import RunStore
+from research.engine.text import best_sentences, keywords, plan_questions
 
 OFFLINE_MODEL_NAME = "deepcite-offline-extractive"
+EXTRACTIVE_NOTE = "Extractive report by the Deepcite offline engine: each finding quotes the corpus verbatim."
+
+
+@dataclass
+class ResearchDeps:
+    store: RunStore
+    breadth: int
+
+
+class FinalReport(BaseModel):
+    """The finished report in markdown, claims wrapped as <cite ids="...">claim</cite>."""
+
+    markdown: str = Field(description="The report in markdown with <cite ids=...> placeholders.")
+
+
+research_agent = Agent(
+    deps_type=ResearchDeps,
+    output_type=ToolOutput(FinalReport, name="finalize_report", description="Submit the finished report."),
+    name="deepcite-researcher",
+    retries=2,
+)
+
+
+@research_agent.instructions
+async def _instructions(ctx: RunContext[ResearchDeps]) -> str:
+    return RESEARCH_INSTRUCTIONS.format(breadth=ctx.deps.breadth)
+
+
+# --- Read-only retrieval tools --------------------------------------------------------------
+@research_agent.tool
+async def search_passages(
+    ctx: RunContext[ResearchDeps],
+    query: str,
+    mode: Literal["hybrid", "lexical", "dense"] = "hybrid",
+    top_k: int | None = None,
+) -> dict[str, Any] | str:
+    """Search the corpus. Returns passages (id, document, page, heading, text), best first."""
+    try:
+        return {"results": await ctx.deps.store.search(query=query, mode=mode, top_k=top_k)}
+    except ApplicationError as exc:
+        return _error(exc)
+
+
+@research_agent.tool
+async def exact_search(ctx: RunContext[ResearchDeps], phrase: str) -> dict[str, Any] | str:
+    """Passages that contain this exact phrase (case, spacing and quote style ignored)."""
+    try:
+        return {"results": await ctx.deps.store.exact_search(phrase=phrase)}
+    except ApplicationError as exc:
+        return _error(exc)
+
+
+@research_agent.tool
+async def read_context(
+    ctx: RunContext[ResearchDeps], passage_id: int, before: int = 1, after: int = 1
+) -> dict[str, Any] | str:
+    """The passage and its neighbours in document order (up to 10 each side)."""
+    try:
+        return {
+            "results": await ctx.deps.store.read_context(passage_id=passage_id, before=before, after=after)
+        }
+    except ApplicationError as exc:
+        return _error(exc)
+
+
+@research_agent.tool
+async def list_documents(ctx: RunContext[ResearchDeps]) -> dict[str, Any] | str:
+    """The documents this run may search: id, title, source file, pages."""
+    return {"documents": await ctx.deps.store.list_documents()}
+
+
+# --- Scratchpad tools -----------------------------------------------------------------------
+@research_agent.tool
+async def record_plan(ctx: RunContext[ResearchDeps], questions: list[str]) -> str:
+    """Record the sub-questions this run will pursue."""
+    recorded = await ctx.deps.store.record_plan(questions=questions, breadth=ctx.deps.breadth)
+    return f"plan recorded: {len(recorded)} questions"
+
+
+@research_agent.tool
+async def record_finding(
+    ctx: RunContext[ResearchDeps], claim: str, quote: str, passage_ids: list[int], section: str | None = None
+) -> str:
+    """Record a finding: a claim, a quote copied exactly from one passage, and the ids of
+    passages returned by this run's searches. Errors say how to correct the finding."""
+    try:
+        finding = await ctx.deps.store.record_finding(
+            claim=claim, quote=quote, passage_ids=passage_ids, section=section
+        )
+    except ApplicationError as exc:
+        return _error(exc)
+    return f"recorded finding {finding['id']} (passage {finding['passage_id']})"
+
+
+def _error(exc: ApplicationError) -> str:
+    return f"error[{exc.code}]: {exc.message}"
 
 
 @dataclass(frozen=True)
 class EngineProfile:
-    """How hard the engine works at a depth: whether every sub-question gets a second, keyword
-    search (or only those whose first search found nothing quotable), how many top passages it
-    reads around, and how many findings it records per sub-question."""
+    """How hard the offline mind works at a depth: whether every sub-question gets a second,
+    keyword search (or only those whose first search found nothing quotable), how many top
+    passages it reads around, and how many findings it records per sub-question."""
 
     keyword_search_always: bool
     context_reads: int
@@ -45,168 +140,9 @@ PROFILES = {
     "standard": EngineProfile(keyword_search_always=True, context_reads=0, findings_per_question=3),
     "deep": EngineProfile(keyword_search_always=True, context_reads=2, findings_per_question=5),
 }
-SENTENCE_MAX_CHARS = 600
-SENTENCE_MIN_CHARS = 25
-# Fewer words than this is a title or a label, not a statement worth quoting.
-SENTENCE_MIN_WORDS = 6
-EXTRACTIVE_NOTE = "Extractive report by the Deepcite offline engine: each finding quotes the corpus verbatim."
-# Lead-ins that ask for research rather than name its subject.
-_LEAD_IN = re.compile(
-    r"^\s*(?:please\s+|can you\s+|could you\s+|i want you to\s+|i'd like you to\s+)*"
-    r"(?:do\s+(?:a\s+)?(?:deep\s+dive|deep\s+research|research|investigation)\s+(?:on|into|about|of)\s+|"
-    r"(?:deep\s+)?research(?:\s+on|\s+into|\s+about)?(?:\s*:\s*|\s+)|investigate(?:\s*:\s*|\s+)|look\s+into\s+|"
-    r"find\s+out\s+(?:everything\s+)?(?:about\s+)?|tell\s+me\s+(?:everything\s+)?about\s+|"
-    r"(?:write\s+)?(?:a\s+)?report\s+on\s+)",
-    re.IGNORECASE,
-)
-_SEGMENT_SPLIT = re.compile(r"(?<=\?)\s+|\n+|;\s+|\s*(?:^|\n)\s*(?:[-*\u2022]|\d+[.)])\s+")
-# "... cap liability, and what happens on termination?" asks two things.
-_SECOND_QUESTION = re.compile(
-    r",?\s+(?:and|or)\s+(?=(?:what|which|who|whom|whose|when|where|how|why|whether|are|is|do|does|can|"
-    r"could|should|will|would)\b)",
-    re.IGNORECASE,
-)
-_ENUMERATION = re.compile(r",\s*(?:and\s+|or\s+)?|\s+and\s+(?=[^,]*$)", re.IGNORECASE)
-_SENTENCE_END = re.compile(
-    r"(?<=[.!?;:])\s+(?=[\"'(\[]?[A-Z0-9])|\n\s*\n|\n(?=\s*(?:[-*\u2022]|\(?[a-z0-9]{1,3}[.)])\s)"
-)
 
 
-# --- Planning -------------------------------------------------------------------------------
-def plan_questions(prompt: str, breadth: int) -> list[str]:
-    """Sub-questions from a request: its questions, lines and bullets, and the items of an
-    enumeration ("research X, Y and Z")."""
-    text = _LEAD_IN.sub("", prompt.strip(), count=1)
-    segments = [
-        part.strip(" .,:;-\t")
-        for s in _SEGMENT_SPLIT.split(text)
-        if s
-        for part in _SECOND_QUESTION.split(s)
-        if part.strip(" .,:;-\t")
-    ]
-    questions: list[str] = []
-    for segment in segments:
-        segment = _LEAD_IN.sub("", segment, count=1).strip(" .,:;")
-        items = [i.strip(" .,:;") for i in _ENUMERATION.split(segment)]
-        is_enumeration = "?" not in segment and len(items) >= 3 and all(0 < len(words(i)) <= 6 for i in items)
-        for item in items if is_enumeration else [segment]:
-            if item and _content_words(item) and item.lower() not in {q.lower() for q in questions}:
-                questions.append(item)
-    if not questions and prompt.strip():
-        questions = [" ".join(prompt.split())[:300]]
-    return questions[: max(1, breadth)]
-
-
-# Words that frame a question rather than name its subject ("what happens on termination?").
-QUESTION_FRAMING = frozenset(
-    "happen happens happened mean means say says said mention mentions mentioned describe describes "
-    "explain explains tell exist exists regarding concerning any there contain contains include "
-    "includes".split()
-)
-
-
-def _content_words(text: str) -> list[str]:
-    return [_stem(w) for w in words(text) if w not in STOPWORDS and w not in QUESTION_FRAMING and len(w) > 1]
-
-
-def _stem(word: str) -> str:
-    """A light suffix stripper, so "incidents", "reported" and "reporting" meet "incident" and
-    "report" (the lexical index stems with Porter; sentence choice needs only this much)."""
-    for suffix, replacement in (
-        ("ies", "y"),
-        ("ions", ""),
-        ("ion", ""),
-        ("ing", ""),
-        ("ed", ""),
-        ("es", ""),
-        ("s", ""),
-        ("ly", ""),
-    ):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
-            word = word[: -len(suffix)] + replacement
-            break
-    # "terminate" and "terminated" meet at "terminat".
-    return word[:-1] if word.endswith("e") and len(word) > 4 else word
-
-
-def _keywords(question: str) -> str:
-    return " ".join(dict.fromkeys(w for w in words(question) if w not in STOPWORDS and len(w) > 1))
-
-
-# --- Sentence selection ---------------------------------------------------------------------
-@dataclass(frozen=True)
-class Sentence:
-    passage_id: int
-    document_id: int
-    document_title: str
-    text: str
-    score: float
-
-
-def sentences(text: str) -> list[str]:
-    """Verbatim sentences of a passage (each an exact substring), long ones cut at clause
-    boundaries so a quote stays readable."""
-    found: list[str] = []
-    for piece in _SENTENCE_END.split(text):
-        piece = piece.strip()
-        if not piece:
-            continue
-        while len(piece) > SENTENCE_MAX_CHARS:
-            cut = max(piece.rfind("; ", 0, SENTENCE_MAX_CHARS), piece.rfind(", ", 0, SENTENCE_MAX_CHARS))
-            cut = cut + 1 if cut > SENTENCE_MIN_CHARS else SENTENCE_MAX_CHARS
-            found.append(piece[:cut].strip())
-            piece = piece[cut:].strip()
-        if piece:
-            found.append(piece)
-    return [s for s in found if _is_statement(s)]
-
-
-def _is_statement(sentence: str) -> bool:
-    return (
-        len(sentence) >= SENTENCE_MIN_CHARS
-        and len(sentence.split()) >= SENTENCE_MIN_WORDS
-        and any(c.islower() for c in sentence)
-    )
-
-
-def best_sentences(question: str, results: Sequence[dict[str, Any]], limit: int) -> list[Sentence]:
-    """The sentences that share the most (and rarest) words with the question, at most one per
-    passage, from body passages only; a sentence sharing no content word is never chosen."""
-    terms = set(_content_words(question))
-    if not terms:
-        return []
-    candidates: list[tuple[int, dict[str, Any], str, set[str]]] = []
-    for rank, result in enumerate(results):
-        if result.get("is_heading"):
-            continue
-        for sentence in sentences(result.get("text", "")):
-            candidates.append((rank, result, sentence, set(_content_words(sentence))))
-    if not candidates:
-        return []
-    # Rarer words among the candidates weigh more, as in BM25's IDF.
-    document_frequency = {t: sum(1 for c in candidates if t in c[3]) for t in terms}
-    total = len(candidates)
-    chosen: dict[int, Sentence] = {}
-    scored = []
-    for rank, result, sentence, vocabulary in candidates:
-        matched = terms & vocabulary
-        if not matched:
-            continue
-        weight = sum(math.log(1 + total / document_frequency[t]) for t in matched)
-        coverage = len(matched) / len(terms)
-        score = weight * (0.5 + coverage) / (1 + 0.15 * rank)
-        scored.append((score, rank, result, sentence))
-    for score, _rank, result, sentence in sorted(scored, key=lambda s: (-s[0], s[1])):
-        pid = result["passage_id"]
-        if pid in chosen:
-            continue
-        chosen[pid] = Sentence(pid, result["document_id"], result.get("document_title", ""), sentence, score)
-        if len(chosen) >= limit:
-            break
-    return list(chosen.values())
-
-
-# --- The engine -----------------------------------------------------------------------------
+# --- The offline mind -----------------------------------------------------------------------------
 @dataclass
 class _History:
     """What the run has done so far, read back from the messages."""
@@ -294,13 +230,13 @@ class OfflineResearcher:
         parts = []
         for i, question in enumerate(questions):
             first = history.results_for(i)
-            keywords = _keywords(question)
+            terms = keywords(question)
             wanted = self.profile.keyword_search_always or not best_sentences(question, first, 1)
-            if wanted and keywords and keywords != question:
+            if wanted and terms and terms != question:
                 parts.append(
                     ToolCallPart(
                         "search_passages",
-                        {"query": keywords, "mode": "lexical", "top_k": self.search_top_k},
+                        {"query": terms, "mode": "lexical", "top_k": self.search_top_k},
                         tool_call_id=f"q{i}-keywords",
                     )
                 )

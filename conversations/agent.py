@@ -11,8 +11,8 @@ from pydantic_ai import Agent, RunContext
 from config.exceptions import ApplicationError
 from conversations.models import ChatMessage, Conversation
 from corpora.models import Corpus
+from corpora.passage_views import passage_view
 from corpora.selectors import passage_search
-from llms.passages import passage_view
 from research.exceptions import ReportAlreadyActive
 from research.models import ResearchReport
 from research.services import report_start

@@ -1,5 +1,5 @@
-"""Carries out one research run: QUEUED -> RUNNING, the agent under its budgets, then exactly one
-finalize. Cancel is checked between agent steps; a budget or the time limit running out
+"""The one entry point of a research run: QUEUED -> RUNNING, the roles under the run's budgets,
+then exactly one finalize. Cancel is checked between agent steps; a budget or the time limit running out
 salvages the findings into the report; any other error fails the report with its findings kept.
 
 A worker carries runs on the process's run loop (research.runloop); report_run drives one from
@@ -12,6 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 from asgiref.sync import async_to_sync
+from django.conf import settings
 from django.utils import timezone
 from pydantic_ai import UsageLimits
 from pydantic_ai.exceptions import UsageLimitExceeded
@@ -19,13 +20,13 @@ from pydantic_ai.exceptions import UsageLimitExceeded
 from config.exceptions import ApplicationError
 from corpora.selectors import corpus_get_for_user
 from llms.errors import is_transient, retry_after
-from llms.prompts import research_user_prompt
-from llms.providers import research_model
-from llms.research_agent import ResearchDeps, research_agent
+from llms.providers import OFFLINE, ChosenModel, Engine, configured_model
 from research.constants import DEPTH_PRESETS, ERROR_MAX_CHARS
-from research.models import ReportStatus, ResearchReport
+from research.engine.prompts import research_user_prompt
+from research.engine.researcher import OFFLINE_MODEL_NAME, ResearchDeps, offline_model, research_agent
+from research.engine.store import RunStore
+from research.models import ResearchReport
 from research.runloop import database, on_run_loop
-from research.selectors import report_cancel_pending
 from research.services import (
     LeaseLost,
     Outcome,
@@ -124,17 +125,10 @@ def report_salvage_on_timeout(*, report_id: int) -> ResearchReport:
 async def _drive(report: ResearchReport) -> RunEnd:
     preset = DEPTH_PRESETS[report.depth]
     corpus = await database(_corpus_for_creator, report)
-    chosen = research_model(
-        breadth=preset.breadth,
-        search_top_k=preset.search_top_k,
-        depth=report.depth,
-        shared_client=on_run_loop(),
-    )
-    deps = ResearchDeps(
+    chosen = _research_model(report.depth)
+    store = RunStore(
         report_id=report.pk,
         corpus=corpus,
-        user_id=report.creator_id,
-        breadth=preset.breadth,
         search_top_k=preset.search_top_k,
         document_ids=list(report.document_scope) or None,
         lease_token=report.lease_token,
@@ -142,6 +136,7 @@ async def _drive(report: ResearchReport) -> RunEnd:
         # Read by the write that took the lease: the first step needs no query of its own.
         seen_status=report.status,
     )
+    deps = ResearchDeps(store=store, breadth=preset.breadth)
     limits = UsageLimits(
         request_limit=report.max_steps,
         tool_calls_limit=report.max_tool_calls,
@@ -177,8 +172,8 @@ async def _drive(report: ResearchReport) -> RunEnd:
                     # Between steps: before each model request, never in the middle of a step.
                     if not research_agent.is_model_request_node(node):
                         continue
-                    deps.usage = usage()  # written with the next step: a checkpoint of the spend
-                    if await _cancel_pending(deps):
+                    store.usage = usage()  # written with the next step: a checkpoint of the spend
+                    if await store.cancel_pending():
                         return RunEnd(Outcome.CANCELLED, usage=usage())
                 return RunEnd(Outcome.COMPLETED, draft=run.result.output.markdown, usage=usage())
     except UsageLimitExceeded as exc:
@@ -196,11 +191,14 @@ async def _drive(report: ResearchReport) -> RunEnd:
             await chosen.aclose()
 
 
-async def _cancel_pending(deps: ResearchDeps) -> bool:
-    seen, deps.seen_status = deps.seen_status, None
-    if seen is not None:  # the step's own write read the status under its row lock
-        return seen in (ReportStatus.CANCELLING, ReportStatus.CANCELLED)
-    return await database(report_cancel_pending, report_id=deps.report_id)
+def _research_model(depth: str) -> ChosenModel:
+    """RESEARCH_MODEL's provider model, or the offline mind (the default when none is set)."""
+    spec = (settings.RESEARCH_MODEL or OFFLINE).strip()
+    if spec == OFFLINE:
+        preset = DEPTH_PRESETS[depth]
+        model = offline_model(breadth=preset.breadth, search_top_k=preset.search_top_k, depth=depth)
+        return ChosenModel(model, OFFLINE_MODEL_NAME, Engine.OFFLINE)
+    return configured_model(spec, shared_client=on_run_loop())
 
 
 def _checkpoint(report: ResearchReport) -> list[str]:

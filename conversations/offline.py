@@ -16,8 +16,8 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from llms.offline import best_sentences
 from llms.prompts import CHAT_MESSAGE_TAG, unwrap
+from research.engine.text import best_sentences
 
 OFFLINE_CHAT_MODEL_NAME = "deepcite-offline-chat"
 ANSWER_SENTENCES = 3

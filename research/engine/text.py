@@ -1,0 +1,171 @@
+"""Text tools the offline minds share: how a request splits into sub-questions, the content
+words of a question, and the verbatim sentences of a passage that best answer it. Pure
+functions over strings: no database, no model."""
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from corpora.retrieval.query import STOPWORDS, words
+
+SENTENCE_MAX_CHARS = 600
+SENTENCE_MIN_CHARS = 25
+# Fewer words than this is a title or a label, not a statement worth quoting.
+SENTENCE_MIN_WORDS = 6
+# Lead-ins that ask for research rather than name its subject.
+_LEAD_IN = re.compile(
+    r"^\s*(?:please\s+|can you\s+|could you\s+|i want you to\s+|i'd like you to\s+)*"
+    r"(?:do\s+(?:a\s+)?(?:deep\s+dive|deep\s+research|research|investigation)\s+(?:on|into|about|of)\s+|"
+    r"(?:deep\s+)?research(?:\s+on|\s+into|\s+about)?(?:\s*:\s*|\s+)|investigate(?:\s*:\s*|\s+)|look\s+into\s+|"
+    r"find\s+out\s+(?:everything\s+)?(?:about\s+)?|tell\s+me\s+(?:everything\s+)?about\s+|"
+    r"(?:write\s+)?(?:a\s+)?report\s+on\s+)",
+    re.IGNORECASE,
+)
+_SEGMENT_SPLIT = re.compile(r"(?<=\?)\s+|\n+|;\s+|\s*(?:^|\n)\s*(?:[-*\u2022]|\d+[.)])\s+")
+# "... cap liability, and what happens on termination?" asks two things.
+_SECOND_QUESTION = re.compile(
+    r",?\s+(?:and|or)\s+(?=(?:what|which|who|whom|whose|when|where|how|why|whether|are|is|do|does|can|"
+    r"could|should|will|would)\b)",
+    re.IGNORECASE,
+)
+_ENUMERATION = re.compile(r",\s*(?:and\s+|or\s+)?|\s+and\s+(?=[^,]*$)", re.IGNORECASE)
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?;:])\s+(?=[\"'(\[]?[A-Z0-9])|\n\s*\n|\n(?=\s*(?:[-*\u2022]|\(?[a-z0-9]{1,3}[.)])\s)"
+)
+
+
+
+# --- Planning -------------------------------------------------------------------------------
+def plan_questions(prompt: str, breadth: int) -> list[str]:
+    """Sub-questions from a request: its questions, lines and bullets, and the items of an
+    enumeration ("research X, Y and Z")."""
+    text = _LEAD_IN.sub("", prompt.strip(), count=1)
+    segments = [
+        part.strip(" .,:;-\t")
+        for s in _SEGMENT_SPLIT.split(text)
+        if s
+        for part in _SECOND_QUESTION.split(s)
+        if part.strip(" .,:;-\t")
+    ]
+    questions: list[str] = []
+    for segment in segments:
+        segment = _LEAD_IN.sub("", segment, count=1).strip(" .,:;")
+        items = [i.strip(" .,:;") for i in _ENUMERATION.split(segment)]
+        is_enumeration = "?" not in segment and len(items) >= 3 and all(0 < len(words(i)) <= 6 for i in items)
+        for item in items if is_enumeration else [segment]:
+            if item and content_words(item) and item.lower() not in {q.lower() for q in questions}:
+                questions.append(item)
+    if not questions and prompt.strip():
+        questions = [" ".join(prompt.split())[:300]]
+    return questions[: max(1, breadth)]
+
+
+# Words that frame a question rather than name its subject ("what happens on termination?").
+QUESTION_FRAMING = frozenset(
+    "happen happens happened mean means say says said mention mentions mentioned describe describes "
+    "explain explains tell exist exists regarding concerning any there contain contains include "
+    "includes".split()
+)
+
+
+def content_words(text: str) -> list[str]:
+    return [stem(w) for w in words(text) if w not in STOPWORDS and w not in QUESTION_FRAMING and len(w) > 1]
+
+
+def stem(word: str) -> str:
+    """A light suffix stripper, so "incidents", "reported" and "reporting" meet "incident" and
+    "report" (the lexical index stems with Porter; sentence choice needs only this much)."""
+    for suffix, replacement in (
+        ("ies", "y"),
+        ("ions", ""),
+        ("ion", ""),
+        ("ing", ""),
+        ("ed", ""),
+        ("es", ""),
+        ("s", ""),
+        ("ly", ""),
+    ):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not word.endswith("ss"):
+            word = word[: -len(suffix)] + replacement
+            break
+    # "terminate" and "terminated" meet at "terminat".
+    return word[:-1] if word.endswith("e") and len(word) > 4 else word
+
+
+def keywords(question: str) -> str:
+    return " ".join(dict.fromkeys(w for w in words(question) if w not in STOPWORDS and len(w) > 1))
+
+
+# --- Sentence selection ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class Sentence:
+    passage_id: int
+    document_id: int
+    document_title: str
+    text: str
+    score: float
+
+
+def sentences(text: str) -> list[str]:
+    """Verbatim sentences of a passage (each an exact substring), long ones cut at clause
+    boundaries so a quote stays readable."""
+    found: list[str] = []
+    for piece in _SENTENCE_END.split(text):
+        piece = piece.strip()
+        if not piece:
+            continue
+        while len(piece) > SENTENCE_MAX_CHARS:
+            cut = max(piece.rfind("; ", 0, SENTENCE_MAX_CHARS), piece.rfind(", ", 0, SENTENCE_MAX_CHARS))
+            cut = cut + 1 if cut > SENTENCE_MIN_CHARS else SENTENCE_MAX_CHARS
+            found.append(piece[:cut].strip())
+            piece = piece[cut:].strip()
+        if piece:
+            found.append(piece)
+    return [s for s in found if _is_statement(s)]
+
+
+def _is_statement(sentence: str) -> bool:
+    return (
+        len(sentence) >= SENTENCE_MIN_CHARS
+        and len(sentence.split()) >= SENTENCE_MIN_WORDS
+        and any(c.islower() for c in sentence)
+    )
+
+
+def best_sentences(question: str, results: Sequence[dict[str, Any]], limit: int) -> list[Sentence]:
+    """The sentences that share the most (and rarest) words with the question, at most one per
+    passage, from body passages only; a sentence sharing no content word is never chosen."""
+    terms = set(content_words(question))
+    if not terms:
+        return []
+    candidates: list[tuple[int, dict[str, Any], str, set[str]]] = []
+    for rank, result in enumerate(results):
+        if result.get("is_heading"):
+            continue
+        for sentence in sentences(result.get("text", "")):
+            candidates.append((rank, result, sentence, set(content_words(sentence))))
+    if not candidates:
+        return []
+    # Rarer words among the candidates weigh more, as in BM25's IDF.
+    document_frequency = {t: sum(1 for c in candidates if t in c[3]) for t in terms}
+    total = len(candidates)
+    chosen: dict[int, Sentence] = {}
+    scored = []
+    for rank, result, sentence, vocabulary in candidates:
+        matched = terms & vocabulary
+        if not matched:
+            continue
+        weight = sum(math.log(1 + total / document_frequency[t]) for t in matched)
+        coverage = len(matched) / len(terms)
+        score = weight * (0.5 + coverage) / (1 + 0.15 * rank)
+        scored.append((score, rank, result, sentence))
+    for score, _rank, result, sentence in sorted(scored, key=lambda s: (-s[0], s[1])):
+        pid = result["passage_id"]
+        if pid in chosen:
+            continue
+        chosen[pid] = Sentence(pid, result["document_id"], result.get("document_title", ""), sentence, score)
+        if len(chosen) >= limit:
+            break
+    return list(chosen.values())
