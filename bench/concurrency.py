@@ -49,9 +49,10 @@ METHOD = (
     "--concurrency N --without-gossip --without-mingle` (config.settings.local, DEBUG=0, "
     "EMBEDDING_BACKEND=none, RESEARCH_MODEL=openai-compatible:slow, LLM_BASE_URL = a threaded "
     "OpenAI-compatible HTTP server in the benchmark process). Every answer of that server sleeps "
-    "model_latency_seconds and follows a fixed script per run: search_passages, then "
-    "record_finding with a verbatim sentence of a returned passage, once per finding, then "
-    "finalize_report: requests_per_run model requests, so a run can take no less than "
+    "model_latency_seconds and follows a fixed script per run and role: the planner plans one "
+    "sub-question; the researcher calls search_passages, then record_finding with a verbatim "
+    "sentence of a returned passage, once per finding, then finish_direction; the writer cites "
+    "every finding; the critic is satisfied: requests_per_run model requests, so a run can take no less than "
     "requests_per_run * latency. Each run has its own corpus (two short sample contracts, "
     "tests/factories.py) since one active report per user and corpus is allowed. Before each "
     "measurement one warm-up run goes through the fresh worker (it is then up, its imports done); "
@@ -170,9 +171,10 @@ def machine() -> dict[str, Any]:
 
 # --- The model server -------------------------------------------------------------------------
 class ScriptedResearcher:
-    """The model's "mind" for one run, read from the request: search once, record `findings`
-    findings (a verbatim sentence of a passage the search returned, one per request), then
-    finalize. Every answer takes `latency` seconds."""
+    """The model's "mind" for one run, read from the request, for each role: the planner plans
+    the request as one sub-question; the researcher searches once, records `findings` findings
+    (a verbatim sentence of a passage the search returned, one per request), then finishes; the
+    writer cites every finding; the critic is satisfied. Every answer takes `latency` seconds."""
 
     def __init__(self, *, latency: float, findings: int) -> None:
         self.latency = latency
@@ -180,10 +182,17 @@ class ScriptedResearcher:
 
     @property
     def requests_per_run(self) -> int:
-        return self.findings + 2
+        return self.findings + 2 + 3  # the researcher's, and the planner, writer and critic
 
     def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
         time.sleep(self.latency)
+        names = {tool["function"]["name"] for tool in body.get("tools", [])}
+        if "submit_plan" in names:
+            return {"tool_calls": [("submit_plan", {"sub_questions": [{"question": SEARCH_QUERY}]})]}
+        if "submit_report" in names:
+            return {"tool_calls": [("submit_report", {"markdown": _draft(body)})]}
+        if "submit_critique" in names:
+            return {"tool_calls": [("submit_critique", {"satisfied": True})]}
         return self.answer(tool_results(body))
 
     def answer(self, results: list[Any]) -> dict[str, Any]:
@@ -201,7 +210,18 @@ class ScriptedResearcher:
             pid, sentence = sentences[done]
             args = {"claim": f"Finding {done}", "quote": sentence, "passage_ids": [pid]}
             return {"tool_calls": [("record_finding", args)]}
-        return {"tool_calls": [("finalize_report", {"markdown": "# Report\n\nThe findings follow."})]}
+        return {"tool_calls": [("finish_direction", {"follow_ups": []})]}
+
+
+def _draft(body: dict[str, Any]) -> str:
+    """The writer's report: every finding in the data of its prompt, cited."""
+    text = next((m["content"] for m in body["messages"] if m["role"] == "user"), "")
+    start, end = text.find("<research_data>"), text.find("</research_data>")
+    findings = (
+        json.loads(text[start + len("<research_data>") : end]).get("findings", []) if start >= 0 else []
+    )
+    lines = ["# Report", ""] + [f'- <cite findings="{f["id"]}">{f["claim"]}</cite>' for f in findings]
+    return "\n".join(lines)
 
 
 class ModelServer:
@@ -515,7 +535,7 @@ def start_reports(user: Any, corpora: list[Any], label: str) -> tuple[list[int],
 
     with publish_clock() as published, transaction.atomic():
         reports = [
-            report_start(user=user, corpus=corpus, prompt=f"Liability and termination, {label} {i}")
+            report_start(user=user, corpus=corpus, prompt=f"Research liability and termination ({label} {i})")
             for i, corpus in enumerate(corpora)
         ]
     return [r.pk for r in reports], published

@@ -96,7 +96,7 @@ def stand_in_tools(answers: dict[str, Any]) -> list[Any]:
     validation), each answering what `answers` holds for it."""
     from pydantic_ai import Tool
 
-    from research.engine.researcher import research_agent
+    from research.engine.researcher import researcher_agent
 
     def stand_in(tool: Any, answer: Any) -> Any:
         @functools.wraps(tool.function)
@@ -106,7 +106,7 @@ def stand_in_tools(answers: dict[str, Any]) -> list[Any]:
         return Tool(answering, name=tool.name, description=tool.description, takes_ctx=True)
 
     return [
-        stand_in(tool, answers.get(name, "ok")) for name, tool in research_agent.toolsets[0].tools.items()
+        stand_in(tool, answers.get(name, "ok")) for name, tool in researcher_agent.toolsets[0].tools.items()
     ]
 
 
@@ -132,19 +132,27 @@ def function_mind(script: ScriptedResearcher):
 
 async def agent_runs(n: int, tools: list[Any], model_for_run) -> tuple[float, float]:
     """(wall, CPU) of n concurrent runs, after one warm-up run (imports, a first connection)."""
-    from research.engine.researcher import ResearchDeps, research_agent
+    from research.engine.budget import RunBudget
+    from research.engine.researcher import Direction, ResearcherDeps, researcher_agent
     from research.engine.store import RunStore
 
     async def one() -> None:
         # Deps as a run builds them; the stand-in tools read none of them.
-        deps = ResearchDeps(store=RunStore(report_id=0, corpus=None, search_top_k=8), breadth=3)
-        async with research_agent.iter("Liability and termination", deps=deps, model=model_for_run()) as run:
+        budget = RunBudget(max_steps=1000, max_tool_calls=1000, token_limit=10**9)
+        store = RunStore(report_id=0, corpus=None, search_top_k=8, budget=budget)
+        direction = Direction("Liability and termination", ("Liability and termination",), plan_index=0)
+        deps = ResearcherDeps(
+            store=store, direction=direction, findings_limit=3, context_reads=0, search_top_k=8
+        )
+        async with researcher_agent.iter(
+            "Liability and termination", deps=deps, model=model_for_run()
+        ) as run:
             async for _node in run:
                 pass
-        if not run.result.output.markdown:
-            raise RuntimeError("a run ended without its report")
+        if run.result.output is None:
+            raise RuntimeError("a run ended without its notes")
 
-    with research_agent.override(tools=tools):
+    with researcher_agent.override(tools=tools):
         await one()
         wall, cpu = time.perf_counter(), time.process_time()
         await asyncio.gather(*(one() for _ in range(n)))
@@ -172,7 +180,9 @@ def research_runs(user: Any, corpora: list[Any], label: str) -> list[str]:
 
     with transaction.atomic():
         ids = [
-            report_start(user=user, corpus=corpus, prompt=f"Liability and termination, {label} {i}").pk
+            report_start(
+                user=user, corpus=corpus, prompt=f"Research liability and termination ({label} {i})"
+            ).pk
             for i, corpus in enumerate(corpora)
         ]
     if not in_process_pool.wait(timeout=600):

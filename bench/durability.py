@@ -44,8 +44,10 @@ METHOD = (
     "(`python -m celery -A config worker --pool threads --concurrency 4`, as the README runs it; "
     "RESEARCH_STALL_SECONDS=2, RESEARCH_LEASE_SECONDS=2) runs a report started by "
     "research.services.report_start against an OpenAI-compatible HTTP model server in this "
-    "process (0.3 s per answer; search_passages, then record_finding x6 with verbatim sentences "
-    "of the returned passages, then finalize_report). The kill point is seeded per trial: after "
+    "process (0.3 s per answer; the planner plans one sub-question, the researcher calls "
+    "search_passages, then record_finding x6 with verbatim sentences of the returned passages, "
+    "then finish_direction; the writer cites every finding, the critic is satisfied). "
+    "The kill point is seeded per trial: after "
     "kill_after_findings findings (0 = after the search step, before any finding) plus a random "
     "0-0.3 s more, so the kill lands during a model request or a step's write. Then SIGKILL to "
     "the worker's process group (no cleanup, no ack), the report must still be RUNNING; a new "
@@ -98,7 +100,7 @@ def trial(*, index: int, rng: random.Random, user: Any, corpus: Any, env: dict[s
     first = start_worker(env, pool=WORKER[0], concurrency=WORKER[1])
     try:
         report_id = report_start(
-            user=user, corpus=corpus, prompt=f"Liability and termination, trial {index}"
+            user=user, corpus=corpus, prompt=f"Research liability and termination (trial {index})"
         ).pk
         reached = wait_for(
             lambda: (r := report()).step_count >= 1 and len(r.findings) >= kill_after, timeout=90

@@ -56,22 +56,24 @@ QUERIES = (
     "dispute resolution arbitration",
 )
 METHOD = (
-    "Each run is a real report: research.services.report_start(depth='deep', max_steps=100) under "
-    "research_agent.override(model=FunctionModel(script)). The report is started the way "
+    "Each run is a real report: research.services.report_start(depth='standard', max_steps=100) "
+    "with its researcher under researcher_agent.override(model=FunctionModel(script)) (the "
+    "planner, writer and critic are the offline minds). The report is started the way "
     "production starts it with a broker: CELERY_BROKER_URL=memory:// and Celery's "
     "task_always_eager, so the on-commit enqueue runs the real task (tasks.research.run_research "
-    "-> research.run.report_run) synchronously in this thread, where the override's context "
+    "-> research.engine.run.report_run) synchronously in this thread, where the override's context "
     "variable is visible (the in-process thread pool would not see it and would run the offline "
     "model instead; calling report_run beside it would race it). The script is an async function "
     "that answers at once: request 1 search_passages, then search_passages / read_context / "
     "record_finding (a verbatim quote of a passage a search returned) in turn, one tool call per "
-    "request, 60 tool-call steps, then finalize_report citing the findings' passages with "
-    "<cite ids=...>. It returns its usage (as a provider does), so FunctionModel's test-only "
+    "request, 60 tool-call steps, then finish_direction. It returns its usage (as a provider "
+    "does), so FunctionModel's test-only "
     "token estimate over the whole history is not run. Clocks: run wall = Celery task_prerun -> "
     "task_postrun (QUEUED->RUNNING, the agent loop, finalize); model = the script's own time per "
     "request; retrieval = the sum of duration_ms in the report's tool_call_log (the selector call "
     "itself). overhead_per_step = (wall - model - retrieval) / steps, so it also carries the "
-    "run's start and finalize. Per step: the time from the end of model request k to the start "
+    "run's start, the other roles and finalize. Per step (the researcher's 60 only): the time "
+    "from the end of model request k to the start "
     "of request k+1, minus step k's logged retrieval ms (tool dispatch, argument validation, the "
     "log write, the cancel checks, passage views, the next request's assembly). One warm-up run "
     "(first imports, schema building, cold caches) is excluded from the medians and reported apart. "
@@ -169,7 +171,7 @@ class Script:
 
         call_id = f"call-{step}"
         if step >= STEPS:
-            return ToolCallPart("finalize_report", {"markdown": self._draft()}, tool_call_id=call_id)
+            return ToolCallPart("finish_direction", {"follow_ups": []}, tool_call_id=call_id)
         round_, phase = divmod(step, 3)
         if phase == 0:
             args = {"query": QUERIES[round_ % len(QUERIES)], "mode": "lexical", "top_k": SEARCH_TOP_K}
@@ -195,11 +197,6 @@ class Script:
                 return row
         return None
 
-    def _draft(self) -> str:
-        lines = ["# What the contracts say", ""]
-        lines += [f'- <cite ids="{pid}">{claim}</cite>' for pid, claim in self.claims.items()]
-        return "\n".join(lines) + "\n"
-
 
 def _quote(text: str) -> str:
     cut = text[:QUOTE_CHARS]
@@ -213,7 +210,7 @@ def run_once(*, user, corpus, label: str) -> dict[str, Any]:
     from celery.signals import task_postrun, task_prerun
     from pydantic_ai.models.function import FunctionModel
 
-    from research.engine.researcher import research_agent
+    from research.engine.researcher import researcher_agent
     from research.models import ResearchReport
     from research.services import report_start
 
@@ -229,11 +226,11 @@ def run_once(*, user, corpus, label: str) -> dict[str, Any]:
     task_prerun.connect(prerun, weak=False)
     task_postrun.connect(postrun, weak=False)
     try:
-        with research_agent.override(model=FunctionModel(script)):
+        with researcher_agent.override(model=FunctionModel(script)):
             started = time.perf_counter()
             cpu_started, thread_cpu_started = time.process_time(), time.thread_time()
             created = report_start(
-                user=user, corpus=corpus, prompt=f"Benchmark run {label}", depth="deep", max_steps=100
+                user=user, corpus=corpus, prompt=f"Benchmark run {label}", depth="standard", max_steps=100
             )
             start_to_end = time.perf_counter() - started
             this_thread_cpu = time.thread_time() - thread_cpu_started
@@ -244,14 +241,16 @@ def run_once(*, user, corpus, label: str) -> dict[str, Any]:
     report = ResearchReport.objects.get(pk=created.pk)
     wall_ms = (clock["end"] - clock["start"]) * 1000
     model_ms = script.model_ms()
-    log = report.tool_call_log
+    # The researcher's steps: the script's 60 tool calls, logged after the plan was recorded.
+    start = next(i for i, entry in enumerate(report.tool_call_log) if entry["tool"] == "record_plan") + 1
+    log = report.tool_call_log[start : start + STEPS]
     retrieval = [float(entry["duration_ms"]) for entry in log]
     # Step k runs between the end of request k and the start of request k + 1.
     per_step = [
         (script.entered[k + 1] - script.left[k]) * 1000 - retrieval[k]
         for k in range(min(len(log), len(script.entered) - 1))
     ]
-    steps = report.step_count
+    steps = len(log)
     overhead = wall_ms - sum(model_ms) - sum(retrieval)
     return {
         "status": report.status,

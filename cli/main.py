@@ -117,6 +117,16 @@ def build_parser() -> argparse.ArgumentParser:
     research.add_argument("--title", help="default: the prompt's first line")
     research.add_argument("--max-steps", type=_positive_int, metavar="N", help="model requests allowed")
     research.add_argument(
+        "--breadth", type=_positive_int, metavar="N", help="sub-questions (default: by depth)"
+    )
+    research.add_argument(
+        "--time-limit",
+        type=_positive_int,
+        metavar="S",
+        help="the run's time limit in seconds (default: by depth)",
+    )
+    research.add_argument("--model", help="a model the server offers, for this run only")
+    research.add_argument(
         "--task-id-only", action="store_true", help="print the new report's id and return without waiting"
     )
 
@@ -226,6 +236,12 @@ def cmd_research(client: GraphQLClient, args: argparse.Namespace, output: Output
         variables["maxSteps"] = args.max_steps
     if args.rubric is not None:
         variables["rubric"] = args.rubric
+    if args.breadth is not None:
+        variables["breadth"] = args.breadth
+    if args.time_limit is not None:
+        variables["timeLimitSeconds"] = args.time_limit
+    if args.model is not None:
+        variables["model"] = args.model
     report = client.mutate(queries.START_REPORT, variables, "startResearchReport")["report"]
     if args.task_id_only:
         output.line(report["id"])

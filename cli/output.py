@@ -62,6 +62,7 @@ def report_json(report: dict[str, Any]) -> dict[str, Any]:
         "task_id": report["id"],
         "status": report["status"],
         "depth": report["depth"].lower(),
+        "strategy": (report.get("strategy") or "").lower() or None,
         "result": report.get("content", ""),
         "duration_seconds": report["durationSeconds"],
         "retry_count": report["retryCount"],
@@ -164,12 +165,28 @@ def local_time(iso: str | None) -> str:
 
 
 def progress_text(report: dict[str, Any], elapsed: float) -> str:
+    """ "running · sweeping · level 1/2 · 12/61 documents · 5 findings · 3 sources · 8s"."""
     progress = report["progress"]
-    return (
-        f"{report['status'].lower()} · step {progress['stepCount']}/{progress['maxSteps']} · "
-        f"{_count(progress['findingsCount'], 'finding')} · {_count(progress['sourcesCount'], 'source')} · "
-        f"{elapsed:.0f}s"
-    )
+    parts = [report["status"].lower()]
+    phase = progress.get("phase")
+    if phase and phase != report["status"].lower():
+        parts.append(phase)
+    if progress.get("level") and progress.get("levels"):
+        parts.append(f"level {progress['level']}/{progress['levels']}")
+    if progress.get("documentsTotal"):
+        parts.append(f"{progress.get('documentsSwept') or 0}/{progress['documentsTotal']} documents")
+    parts += [
+        _count(progress["findingsCount"], "finding"),
+        _count(progress["sourcesCount"], "source"),
+        f"{elapsed:.0f}s",
+    ]
+    return " · ".join(parts)
+
+
+def _stage(report: dict[str, Any]) -> tuple[Any, ...]:
+    """What a line on a log is printed for: the status, the phase and the level changing."""
+    progress = report["progress"]
+    return report["status"], progress.get("phase"), progress.get("level")
 
 
 def _count(n: int, noun: str) -> str:
@@ -184,7 +201,7 @@ class ProgressView:
         self.output = output
         self.started = time.monotonic()
         self._status: Status | None = None
-        self._last_status: str | None = None
+        self._last_stage: tuple[Any, ...] | None = None
 
     def __enter__(self) -> "ProgressView":
         if self.output.err_console.is_terminal:
@@ -203,9 +220,9 @@ class ProgressView:
         if self._status is not None:
             title = report["title"] if len(report["title"]) <= 40 else report["title"][:39] + "…"
             self._status.update(Text(f"{title} — {text}"))
-        elif report["status"] != self._last_status:
+        elif _stage(report) != self._last_stage:
             self.output.note(f"{report['id']}: {text}")
-        self._last_status = report["status"]
+        self._last_stage = _stage(report)
 
     def retrying(self, message: str) -> None:
         if self._status is not None:

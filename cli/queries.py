@@ -2,15 +2,21 @@
 
 PROGRESS_FIELDS = """
 fragment ProgressFields on ResearchReport {
-  id status depth title error created durationSeconds retryCount
-  progress { stepCount maxSteps findingsCount sourcesCount lastProgressAt }
+  id status depth strategy title error created durationSeconds retryCount
+  progress {
+    stepCount maxSteps findingsCount sourcesCount lastProgressAt
+    phase level levels documentsSwept documentsTotal direction modelRequests
+  }
 }
 """
 
 REPORT_FIELDS = """
 fragment ReportFields on ResearchReport {
-  id status depth title content warnings durationSeconds retryCount error url created
-  progress { stepCount maxSteps findingsCount sourcesCount lastProgressAt }
+  id status depth strategy title content warnings durationSeconds retryCount error url created
+  progress {
+    stepCount maxSteps findingsCount sourcesCount lastProgressAt
+    phase level levels documentsSwept documentsTotal direction modelRequests
+  }
   citations { footnote passageId documentId documentTitle sourceName page quote start end }
 }
 """
@@ -18,9 +24,10 @@ fragment ReportFields on ResearchReport {
 START_REPORT = (
     """
 mutation Start($corpusId: ID!, $prompt: String!, $title: String, $depth: ResearchDepth,
-               $maxSteps: Int, $rubric: String) {
+               $maxSteps: Int, $rubric: String, $breadth: Int, $timeLimitSeconds: Int, $model: String) {
   startResearchReport(corpusId: $corpusId, prompt: $prompt, title: $title, depth: $depth,
-                      maxSteps: $maxSteps, rubric: $rubric) {
+                      maxSteps: $maxSteps, rubric: $rubric, breadth: $breadth,
+                      timeLimitSeconds: $timeLimitSeconds, model: $model) {
     report { ...ProgressFields }
     errors { field message code }
   }

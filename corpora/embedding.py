@@ -288,6 +288,15 @@ def get_embedder() -> Embedder | None:
     )
 
 
+def get_embedder_or_none() -> Embedder | None:
+    """The embedder, or None when dense retrieval is off or misconfigured (logged)."""
+    try:
+        return get_embedder()
+    except EmbeddingUnavailable:
+        logger.warning("embedder misconfigured; dense retrieval is off", exc_info=True)
+        return None
+
+
 @lru_cache(maxsize=4)
 def _embedder_for(
     backend: str, url: str, model: str, api_key: str, timeout: float, threads: int

@@ -25,7 +25,7 @@ from corpora.constants import (
     SEARCH_MODE_LEXICAL,
     SEARCH_MODES,
 )
-from corpora.embedding import Embedder, embed_query_async, get_embedder
+from corpora.embedding import embed_query_async, get_embedder_or_none
 from corpora.exceptions import (
     CorpusAmbiguous,
     CorpusNotFound,
@@ -37,6 +37,7 @@ from corpora.exceptions import (
     QueryTooLong,
 )
 from corpora.models import Corpus, Document, Passage
+from corpora.retrieval.by_document import DocumentHit, ScopeBest, rank_by_document
 from corpora.retrieval.dense import dense_indexes
 from corpora.retrieval.fusion import weighted_rrf
 from corpora.retrieval.lexical import lexical_ranking, phrase_candidates
@@ -45,6 +46,8 @@ from corpora.retrieval.term_index import HIT_DOCUMENT_FIELDS, HIT_PASSAGE_FIELDS
 from corpora.retrieval.versions import index_versions
 
 logger = logging.getLogger(__name__)
+
+TERM_FREQUENCY_WORDS_MAX = 200
 
 VIEW_CORPUS = "corpora.view_corpus"
 
@@ -89,7 +92,7 @@ def corpus_get_for_user(*, user: User, corpus_id: int | None = None, name: str |
 
 def corpus_stats(*, corpus: Corpus) -> dict[str, Any]:
     """Counts a user sees for a corpus, including how far background embedding has got."""
-    embedder = _embedder_or_none()
+    embedder = get_embedder_or_none()
     passages = Passage.objects.filter(corpus=corpus)
     embedded = passages.filter(embedding_model=embedder.name).count() if embedder else 0
     total = passages.count()
@@ -129,14 +132,6 @@ class PassageHit:
         }
 
 
-def _embedder_or_none() -> Embedder | None:
-    try:
-        return get_embedder()
-    except EmbeddingUnavailable:
-        logger.warning("embedder misconfigured; dense retrieval is off", exc_info=True)
-        return None
-
-
 def _validate(query: str, top_k: int, mode: str) -> None:
     if mode not in SEARCH_MODES:
         raise InvalidSearchMode(
@@ -174,7 +169,7 @@ def _rank(
 ) -> tuple[Ranked, TermIndex | None]:
     """The ranking, best first, and the term index whose passages the hits are built from
     (None: they are read from the database)."""
-    embedder = None if mode == SEARCH_MODE_LEXICAL else _embedder_or_none()
+    embedder = None if mode == SEARCH_MODE_LEXICAL else get_embedder_or_none()
     if mode == SEARCH_MODE_DENSE and embedder is None:
         raise DenseSearchUnavailable("dense search is off (EMBEDDING_BACKEND=none)", field="mode")
     # Read once per search: the lexical statistics and the in-memory indexes are cached by it.
@@ -235,6 +230,72 @@ def _rank(
         limit=top_k,
     )
     return [(hit.passage_id, hit.score) for hit in fused], terms
+
+
+def term_frequencies(*, corpus: Corpus, words: Sequence[str]) -> tuple[dict[str, int], int]:
+    """({word: passages of the corpus that use it}, passages in the corpus), from the term index."""
+    terms = term_indexes.get(corpus_id=corpus.pk, version=_index_version(corpus.pk))
+    return terms.frequencies(words[:TERM_FREQUENCY_WORDS_MAX]), len(terms.passage_ids)
+
+
+@dataclass(frozen=True)
+class DocumentEvidence:
+    """One document's best passages for a query (corpora.retrieval.by_document)."""
+
+    document_id: int
+    hits: list[tuple[Passage, DocumentHit]]
+
+
+def passage_search_by_document(
+    *,
+    corpus: Corpus,
+    query: str,
+    document_ids: Sequence[int],
+    per_document: int = 3,
+    scope: Sequence[int] | None = None,
+) -> tuple[list[DocumentEvidence], ScopeBest]:
+    """Each document's own best passages for `query`, as a hybrid search scoped to that document
+    ranks them (lexical alone without embeddings), with their raw scores and the best scores
+    over `scope` (None: the corpus). Documents with nothing matching are left out."""
+    _validate(query, max(1, per_document), SEARCH_MODE_HYBRID)
+    parsed = parse_query(query)
+    if parsed.is_empty or not document_ids:
+        return [], ScopeBest(lexical=0.0, dense=None)
+    version = _index_version(corpus.pk)
+    terms = term_indexes.get(corpus_id=corpus.pk, version=version)
+    embedder = get_embedder_or_none()
+    dense = dense_scores = None
+    if embedder is not None:
+        dense = dense_indexes.get(corpus_id=corpus.pk, model=embedder.name, version=version)
+        if len(dense.passage_ids):
+            try:
+                dense_scores = embed_query_async(embedder, parsed.text, then=dense.scores).result()
+            except EmbeddingUnavailable:
+                logger.warning("query embedding failed; the document search is lexical", exc_info=True)
+    ranked, best = rank_by_document(
+        terms=terms,
+        dense=dense,
+        dense_scores=dense_scores,
+        query_terms=parsed.terms,
+        document_ids=document_ids,
+        per_document=per_document,
+        lexical_weight=settings.SEARCH_FUSION_LEXICAL_WEIGHT,
+        dense_weight=(
+            settings.SEARCH_FUSION_DENSE_WEIGHT_QUESTION
+            if parsed.is_question
+            else settings.SEARCH_FUSION_DENSE_WEIGHT_KEYWORDS
+        ),
+        scope=scope,
+    )
+    passages = terms.passages(pid for hits in ranked.values() for pid in (h.passage_id for h in hits))
+    missing = [h.passage_id for hits in ranked.values() for h in hits if h.passage_id not in passages]
+    if missing:
+        passages.update(_passages_by_id(missing))
+    evidence = [
+        DocumentEvidence(document, [(passages[h.passage_id], h) for h in hits if h.passage_id in passages])
+        for document, hits in ranked.items()
+    ]
+    return evidence, best
 
 
 @functools.cache

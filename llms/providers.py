@@ -1,7 +1,10 @@
 """Which model an agent talks to, from a model spec: any PydanticAI model string such as
-`openai:gpt-4o-mini` or `anthropic:claude-sonnet-4-5`, or `openai-compatible:<model>` with
-`LLM_BASE_URL` for Ollama, vLLM and other OpenAI-compatible servers. `offline` names the
-built-in minds, which the agents' own modules provide; this module only builds provider models."""
+`openai:gpt-4o-mini` or `anthropic:claude-sonnet-4-5`, or `openai-compatible:<model>` for
+Ollama, vLLM and other OpenAI-compatible servers at `LLM_BASE_URL` (or at its own URL:
+`openai-compatible:<model>@http://host:8000/v1`). A comma-separated spec is a fallback chain
+(PydanticAI's FallbackModel): a transient failure of one moves on to the next. `offline` names
+the built-in minds, which the agents' own modules provide; this module only builds provider
+models."""
 
 import asyncio
 import functools
@@ -11,10 +14,12 @@ from enum import StrEnum
 
 from django.conf import settings
 from pydantic_ai.models import Model, infer_model
+from pydantic_ai.models.fallback import FallbackModel
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from config.exceptions import ApplicationError
+from llms.errors import TRANSIENT_MODEL_ERRORS
 from llms.openai_client import ChatCompletionsClient, openai_client
 from llms.retrying import RetryingModel
 
@@ -41,24 +46,42 @@ class ChosenModel:
 
 
 def configured_model(spec: str, *, shared_client: bool = False) -> ChosenModel:
-    """A provider model for `spec`. With shared_client (a run on the process's run loop), the
-    HTTP client and its connection pool are the loop's, shared by every run it carries;
-    otherwise the model gets a client of its own, closed with ChosenModel.aclose."""
+    """A provider model for `spec` (one model or a comma-separated fallback chain). With
+    shared_client (a run on the process's run loop), each endpoint's HTTP client and connection
+    pool are the loop's, shared by every run it carries; otherwise the model gets clients of its
+    own, closed with ChosenModel.aclose. Transient failures are retried in line (RetryingModel),
+    after the chain has moved through its models."""
+    members = [m.strip() for m in spec.split(",") if m.strip()]
+    if not members:
+        raise ModelConfigurationError("no model named")
+    built = [_provider_model(m, shared_client=shared_client) for m in members]
+    closers = [close for _, close in built if close is not None]
+    model: Model = built[0][0]
+    if len(built) > 1:
+        model = FallbackModel(*(m for m, _ in built), fallback_on=TRANSIENT_MODEL_ERRORS)
+
+    async def aclose() -> None:
+        for close in closers:
+            await close()
+
+    return ChosenModel(RetryingModel(model), spec, Engine.LLM, aclose=aclose if closers else None)
+
+
+def _provider_model(spec: str, *, shared_client: bool) -> tuple[Model, Callable[[], Awaitable[None]] | None]:
     if spec.startswith(OPENAI_COMPATIBLE):
-        name = spec.removeprefix(OPENAI_COMPATIBLE)
-        if not settings.LLM_BASE_URL or not name:
-            raise ModelConfigurationError(f"{spec!r} needs LLM_BASE_URL and a model name")
-        base_url, api_key = settings.LLM_BASE_URL, settings.LLM_API_KEY or "not-needed"
+        name, _, own_url = spec.removeprefix(OPENAI_COMPATIBLE).partition("@")
+        base_url = own_url or settings.LLM_BASE_URL
+        if not base_url or not name:
+            raise ModelConfigurationError(f"{spec!r} needs a model name and LLM_BASE_URL (or @URL)")
+        api_key = settings.LLM_API_KEY or "not-needed"
         if shared_client:
             client, aclose = _loop_client(asyncio.get_running_loop(), base_url, api_key), None
         else:
             client = openai_client(base_url, api_key)
             aclose = client.close
-        # A model per run (RetryingModel counts the run's retries); only the client is shared.
-        model = OpenAIChatModel(name, provider=OpenAIProvider(openai_client=client))
-        return ChosenModel(RetryingModel(model), spec, Engine.LLM, aclose=aclose)
+        return OpenAIChatModel(name, provider=OpenAIProvider(openai_client=client)), aclose
     try:
-        return ChosenModel(RetryingModel(infer_model(spec)), spec, Engine.LLM)
+        return infer_model(spec), None
     except Exception as exc:  # unknown provider prefix, missing API key, missing extra
         raise ModelConfigurationError(f"cannot use model {spec!r}: {exc}") from exc
 

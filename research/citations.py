@@ -1,9 +1,11 @@
-"""The citations renderer: turns an agent's draft with `<cite ids="...">claim</cite>` placeholders
-into markdown with `[^n]` footnotes and a `## Sources` block, keeping the citation graph closed.
+"""The citations renderer: turns a draft with `<cite findings="...">claim</cite>` placeholders
+(the run's findings) or `<cite ids="...">claim</cite>` (passages) into markdown with `[^n]`
+footnotes and a `## Sources` block, keeping the citation graph closed.
 
 Pure functions over plain data, so the guards can be property-tested without a database:
 only passages this run retrieved can be cited, every quote is a literal span of its passage,
-and everything the renderer removes leaves a warning."""
+a footnote shows the quote of the finding that backs its claim, a quotation in the prose must be
+verbatim in a passage its paragraph cites, and everything the renderer removes leaves a warning."""
 
 import html
 import re
@@ -18,10 +20,13 @@ from research.constants import (
     WARNING_HEADING_REPLACED,
     WARNING_LINK_REMOVED,
     WARNING_QUOTE_NOT_VERBATIM,
+    WARNING_QUOTE_REMOVED,
     WARNING_SOURCES_REMOVED,
     WARNING_UNCITED_CLAIM,
+    WARNING_UNKNOWN_FINDING,
     WARNING_UNKNOWN_ID,
     WARNING_UNRETRIEVED_ID,
+    WARNING_WITHOUT_FINDING,
 )
 from research.quotes import quote_locate
 
@@ -80,6 +85,10 @@ _CITE_OPEN = re.compile(r"<cite", re.IGNORECASE)
 # so removing agent markup can never forge a "[^n]" (e.g. "[<cite>^9]" or "[[^1]^2]").
 _MARKER_CHARS = re.compile("[\ue000\ue001]")
 _MARKER = re.compile("\ue000(\\d+)\ue001")
+# A quotation in the prose: straight or typographic double quotes around at least three words.
+_PROSE_QUOTE = re.compile(r"\u201c([^\u201d\n]{3,2000}?)\u201d|\"([^\"\n]{3,2000}?)\"")
+PROSE_QUOTE_MIN_WORDS = 3
+QUOTE_REMOVED = "[\u2026]"
 
 
 # --- Entry point ----------------------------------------------------------------------------
@@ -89,17 +98,27 @@ def citations_render(
     passages: Mapping[int, CitablePassage],
     retrieved_ids: Iterable[int],
     findings: Iterable[Mapping[str, Any]] = (),
+    require_findings: bool = False,
 ) -> RenderedReport:
     """Render `draft`. `passages` maps ids to what is known of them (ids absent from it are
     deleted or belong to another corpus); `retrieved_ids` are the passages this run's retrieval
-    tools returned; `findings` supply the verified quote of each passage the draft cites."""
+    tools returned; `findings` are the run's findings, which `<cite findings>` names and whose
+    verified quotes `<cite ids>` footnotes show. With `require_findings`, a `<cite ids>` of a
+    passage no finding quotes gets no footnote."""
     retrieved = {int(i) for i in retrieved_ids}
     allowed_urls = _source_urls(passages, retrieved)
     warnings: list[str] = []
     text = _strip_agent_sources(_MARKER_CHARS.sub("", draft or ""), warnings)
     text = _strip_links(text, allowed_urls=allowed_urls, warnings=warnings)
-    renderer = _FootnoteRenderer(passages=passages, retrieved=retrieved, findings=findings, warnings=warnings)
+    renderer = _FootnoteRenderer(
+        passages=passages,
+        retrieved=retrieved,
+        findings=findings,
+        warnings=warnings,
+        require_findings=require_findings,
+    )
     text = _CITE.sub(renderer.replace, text)
+    text = renderer.check_prose_quotes(text)
     # Removing one piece of markup can join the halves of another, so scrub until nothing changes.
     while True:
         scrubbed = _scrub_cite_tags(text, warnings)
@@ -121,8 +140,8 @@ def citations_render(
 
 
 def draft_passage_ids(draft: str) -> set[int]:
-    """Every numeric id the draft's <cite> tags name, so the caller can tell a passage that
-    exists but was never retrieved from one that does not exist."""
+    """Every numeric passage id the draft's <cite ids> tags name, so the caller can tell a
+    passage that exists but was never retrieved from one that does not exist."""
     ids: set[int] = set()
     for match in _CITE.finditer(draft or ""):
         raw = _attributes(match.group(1)).get("ids", "")
@@ -257,10 +276,12 @@ class _FootnoteRenderer:
         retrieved: set[int],
         findings: Iterable[Mapping[str, Any]],
         warnings: list[str],
+        require_findings: bool = False,
     ) -> None:
         self.passages = passages
         self.retrieved = retrieved
         self.warnings = warnings
+        self.require_findings = require_findings
         # One footnote per (passage, quoted span): two claims quoting different words of one
         # passage get two footnotes, each with its own quote.
         self.numbers: dict[tuple[int, tuple[int, int] | None], int] = {}
@@ -268,21 +289,84 @@ class _FootnoteRenderer:
         self.drafted: list[dict[str, Any]] = []
         self.citations: list[dict[str, Any]] = []
         self.finding_quotes: dict[int, list[str]] = {}
+        self.findings: dict[int, tuple[int, str]] = {}
         for finding in findings:
             pid = finding.get("passage_id")
             quote = finding.get("quote")
             if isinstance(pid, int) and isinstance(quote, str):
                 self.finding_quotes.setdefault(pid, []).append(quote)
+                if isinstance(finding.get("id"), int):
+                    self.findings[finding["id"]] = (pid, quote)
 
     def replace(self, match: re.Match[str]) -> str:
         attributes = _attributes(match.group(1))
         claim = match.group(2).strip()
-        markers = []
+        anchors: list[tuple[int, str | None]] = []
+        for pid, quote in self._finding_anchors(attributes.get("findings", "")):
+            if (pid, quote) not in anchors:
+                anchors.append((pid, quote))
         for pid in self._anchors(attributes.get("ids", "")):
-            markers.append(f"\ue000{self._footnote(pid, attributes.get('quote'))}\ue001")
-        if not markers:
+            if self.require_findings and pid not in self.finding_quotes:
+                self.warnings.append(f"{WARNING_WITHOUT_FINDING}:{pid}")
+                continue
+            anchors.append((pid, attributes.get("quote")))
+        if not anchors:
             self.warnings.append(f"{WARNING_UNCITED_CLAIM}:{_preview(claim)}")
-        return claim + "".join(markers)
+            return claim
+        claim = self._checked_quotes(claim, [self.passages[pid].text for pid, _ in anchors])
+        numbers = list(dict.fromkeys(self._footnote(pid, quote) for pid, quote in anchors))
+        return claim + "".join(f"\ue000{n}\ue001" for n in numbers)
+
+    def _finding_anchors(self, raw_ids: str) -> list[tuple[int, str]]:
+        """(passage id, quote) of each finding named, where its passage may be cited."""
+        anchors = []
+        for token in re.split(r"[\s,;]+", raw_ids.strip()):
+            if not token:
+                continue
+            if not _is_passage_id(token):
+                self.warnings.append(f"{WARNING_CITE_MALFORMED}:{_preview(token)}")
+                continue
+            found = self.findings.get(int(token))
+            if found is None:
+                self.warnings.append(f"{WARNING_UNKNOWN_FINDING}:{int(token)}")
+                continue
+            pid, quote = found
+            if pid not in self.passages:
+                self.warnings.append(f"{WARNING_UNKNOWN_ID}:{pid}")
+            elif pid not in self.retrieved:
+                self.warnings.append(f"{WARNING_UNRETRIEVED_ID}:{pid}")
+            else:
+                anchors.append((pid, quote))
+        return anchors
+
+    def _checked_quotes(self, text: str, sources: list[str]) -> str:
+        """`text` with every quotation of PROSE_QUOTE_MIN_WORDS or more words that is not
+        verbatim in one of `sources` replaced by an ellipsis (and a warning)."""
+
+        def check(match: re.Match[str]) -> str:
+            quoted = match.group(1) if match.group(1) is not None else match.group(2)
+            if (
+                len(quoted.split()) < PROSE_QUOTE_MIN_WORDS
+                # A citation inside the quotation marks: a cited claim, checked as such.
+                or _MARKER_CHARS.search(quoted)
+                or any(quote_locate(s, quoted) for s in sources)
+            ):
+                return match.group(0)
+            self.warnings.append(f"{WARNING_QUOTE_REMOVED}:{_preview(quoted)}")
+            return QUOTE_REMOVED
+
+        return _PROSE_QUOTE.sub(check, text)
+
+    def check_prose_quotes(self, text: str) -> str:
+        """Quotations outside the citations: each paragraph's must be verbatim in a passage that
+        paragraph cites (with no citation, none can be)."""
+        paragraphs = re.split(r"(\n\s*\n)", text)
+        checked = []
+        for paragraph in paragraphs:
+            cited = [self.drafted[int(n) - 1]["passage_id"] for n in _MARKER.findall(paragraph)]
+            sources = [self.passages[pid].text for pid in dict.fromkeys(cited)]
+            checked.append(self._checked_quotes(paragraph, sources))
+        return "".join(checked)
 
     def _anchors(self, raw_ids: str) -> list[int]:
         anchors: list[int] = []

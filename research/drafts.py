@@ -1,81 +1,321 @@
-"""Extractive report drafts composed from recorded findings: what the offline engine writes,
-and what a run that was cut short (budget, time, cancel, failure) renders instead of losing
-its work. Claims carry `<cite>` placeholders; the citations renderer turns them into footnotes."""
+"""Extractive report drafts composed from recorded findings: what the offline writer submits,
+and what a run cut short (budget, time, cancel, failure) renders instead of losing its work.
+Every statement is a recorded finding's claim or a count of findings, cited to the findings as
+`<cite findings="...">`; the citations renderer turns them into footnotes."""
 
-import html
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-UNASSIGNED_QUESTION = "Other findings"
+from research.engine.grouping import group_texts
+
+OTHER_FINDINGS = "Other findings"
+GROUP_EXAMPLES = 3
+SUMMARY_POSITIONS = 4
+SUMMARY_CITES = 3
+GAP_TITLES = 25
+ORIGIN_SWEEP = "sweep"
+
+
+@dataclass(frozen=True)
+class QuestionSummary:
+    """A sub-question of the plan and, for a swept one, how many documents were judged."""
+
+    index: int
+    question: str
+    swept: bool = False
+    documents_examined: int = 0
+    # Titles of documents judged not to address it, and ids of those judged to address it.
+    not_addressing: Sequence[str] = ()
+    addressing: Sequence[int] = ()
+
+
+@dataclass(frozen=True)
+class Position:
+    label: str
+    finding_ids: Sequence[int]  # most central first
+
+
+@dataclass
+class _Question:
+    summary: QuestionSummary
+    findings: list[Mapping[str, Any]] = field(default_factory=list)
 
 
 def compose_report(
     *,
     title: str,
-    questions: Sequence[str],
+    questions: Sequence[QuestionSummary],
     findings: Sequence[Mapping[str, Any]],
     document_titles: Mapping[int, str],
+    positions: Mapping[int, Sequence[Position]] | None = None,
     note: str | None = None,
+    brief: bool = False,
 ) -> str:
-    """Summary, findings grouped by question and document, and gaps: every sentence of the
-    findings sections is a recorded claim cited to its passage."""
-    by_question: dict[str, list[Mapping[str, Any]]] = {q: [] for q in questions}
-    for finding in findings:
-        question = finding.get("section") or UNASSIGNED_QUESTION
-        by_question.setdefault(question, []).append(finding)
-    answered = [q for q, items in by_question.items() if items and q != UNASSIGNED_QUESTION]
-    asked = list(questions)
-    documents = {f["document_id"] for f in findings}
-
+    """The report: Summary with counts, Key findings by position, a per-document table for
+    swept questions, Detailed analysis, Gaps. `positions` groups each question's findings
+    (question index -> positions); a question without groups lists its findings by document.
+    `brief` (the fast path): the answer's findings and the gaps only."""
+    by_index = _assign(questions, findings)
+    titles = {int(k): v for k, v in document_titles.items()}
     lines = [f"# {_one_line(title)}", ""]
     if note:
-        lines += [f"*{note}*", ""]
-    lines += ["## Summary", ""]
-    if findings:
-        lines.append(
-            f"The corpus supports {len(answered)} of {len(asked)} question{'s' if len(asked) != 1 else ''} "
-            f"with {len(findings)} quoted finding{'s' if len(findings) != 1 else ''} from "
-            f"{len(documents)} document{'s' if len(documents) != 1 else ''}."
-        )
-        lines.append("")
-        for question, items in by_question.items():
-            if items:
-                lines.append(f"- **{_one_line(question)}** {_cite(items[0])}")
-        lines.append("")
+        lines += [f"*{_one_line(note)}*", ""]
+    if brief:
+        lines += _brief(by_index, titles)
     else:
-        lines += ["No finding was recorded: the corpus gave no verbatim support for the questions asked.", ""]
-
-    if findings:
-        lines += ["## Findings", ""]
-        for question, items in by_question.items():
-            if not items:
-                continue
-            lines += [f"### {_one_line(question)}", ""]
-            for document_id, group in _group_by_document(items).items():
-                lines.append(f"**{_one_line(document_titles.get(document_id, f'Document {document_id}'))}**")
-                lines.append("")
-                lines += [f"- {_cite(f)}" for f in group]
-                lines.append("")
-
-    gaps = [q for q in asked if not by_question.get(q)]
-    if gaps:
-        lines += ["## Gaps", ""]
-        lines += [f"- {_one_line(q)}: no passage retrieved in this run supports an answer." for q in gaps]
-        lines.append("")
+        lines += _summary(by_index, positions or {})
+        lines += _key_findings(by_index, positions or {}, titles)
+        lines += _tables(by_index, positions or {}, titles)
+        lines += _analysis(by_index, titles)
+    lines += _gaps(by_index)
     return "\n".join(lines).strip() + "\n"
 
 
-def _group_by_document(findings: Sequence[Mapping[str, Any]]) -> dict[int, list[Mapping[str, Any]]]:
-    groups: dict[int, list[Mapping[str, Any]]] = {}
+def _assign(
+    questions: Sequence[QuestionSummary], findings: Sequence[Mapping[str, Any]]
+) -> dict[int, _Question]:
+    """Each finding under its sub-question: by the index it was recorded with, else by its
+    section's text; the rest under 'Other findings'."""
+    by_index = {q.index: _Question(q) for q in questions}
+    by_text = {" ".join(q.question.split()).lower(): q.index for q in questions}
+    other = max(by_index, default=-1) + 1
     for finding in findings:
-        groups.setdefault(finding["document_id"], []).append(finding)
-    return groups
+        index = finding.get("question")
+        if index not in by_index:
+            index = by_text.get(" ".join(str(finding.get("section") or "").split()).lower(), other)
+        if index == other and other not in by_index:
+            by_index[other] = _Question(QuestionSummary(other, OTHER_FINDINGS))
+        by_index[index].findings.append(finding)
+    return by_index
 
 
-def _cite(finding: Mapping[str, Any]) -> str:
-    quote = html.escape(finding.get("quote") or "", quote=True)
-    return f'<cite ids="{finding["passage_id"]}" quote="{quote}">{_one_line(finding["claim"])}</cite>'
+def _summary(by_index: dict[int, _Question], positions: Mapping[int, Sequence[Position]]) -> list[str]:
+    lines = ["## Summary", ""]
+    answered = [q for q in by_index.values() if q.findings]
+    if not answered:
+        return [
+            *lines,
+            "No finding was recorded: the corpus gave no verbatim support for the questions asked.",
+            "",
+        ]
+    for item in by_index.values():
+        if not item.findings:
+            continue
+        q, documents = item.summary, {f["document_id"] for f in item.findings}
+        if q.swept and q.documents_examined:
+            count = len(set(q.addressing) or {f["document_id"] for f in _table_rows(item)})
+            head = f"{count} of {q.documents_examined} documents examined address it"
+        else:
+            head = (
+                f"{len(item.findings)} finding{_s(item.findings)} "
+                f"from {len(documents)} document{_s(documents)}"
+            )
+        groups = list(positions.get(q.index, ()))
+        if groups:
+            shown = [
+                _cite_ids(
+                    g.finding_ids[:SUMMARY_CITES],
+                    f"{_documents(item, g)} document{_s(range(_documents(item, g)))}: {g.label}",
+                )
+                for g in groups[:SUMMARY_POSITIONS]
+            ]
+            lines.append(f"- **{_one_line(q.question)}** {head}. Positions: {'; '.join(shown)}.")
+        else:
+            lines.append(f"- **{_one_line(q.question)}** {head}: {_cite(item.findings[0])}")
+    lines.append("")
+    return lines
+
+
+def _key_findings(
+    by_index: dict[int, _Question], positions: Mapping[int, Sequence[Position]], titles: Mapping[int, str]
+) -> list[str]:
+    grouped = [
+        (item, positions[item.summary.index])
+        for item in by_index.values()
+        if positions.get(item.summary.index)
+    ]
+    if not grouped:
+        return []
+    lines = ["## Key findings", ""]
+    for item, groups in grouped:
+        findings = {f["id"]: f for f in item.findings}
+        lines += [f"### {_one_line(item.summary.question)}", ""]
+        for group in groups:
+            members = [findings[i] for i in group.finding_ids if i in findings]
+            if not members:
+                continue
+            count = _documents(item, group)
+            lines += [f"**{_one_line(group.label)}** ({count} document{_s(range(count))})", ""]
+            lines += [f"- {_cite(f)} (*{_title(titles, f)}*)" for f in members[:GROUP_EXAMPLES]]
+            if len(members) > GROUP_EXAMPLES:
+                lines.append(f"- and {len(members) - GROUP_EXAMPLES} more in the table below.")
+            lines.append("")
+    return lines
+
+
+def _tables(
+    by_index: dict[int, _Question], positions: Mapping[int, Sequence[Position]], titles: Mapping[int, str]
+) -> list[str]:
+    lines: list[str] = []
+    for item in by_index.values():
+        swept = _table_rows(item)
+        if not item.summary.swept or not swept:
+            continue
+        label_of = {i: g.label for g in positions.get(item.summary.index, ()) for i in g.finding_ids}
+        lines += [
+            f"## Documents: {_one_line(item.summary.question)}",
+            "",
+            "| Document | Position | Evidence |",
+            "|---|---|---|",
+        ]
+        for finding in sorted(swept, key=lambda f: (_title(titles, f).lower(), f["id"])):
+            label = label_of.get(finding["id"]) or finding.get("position") or ""
+            lines.append(
+                f"| {_cell(_title(titles, finding))} | {_cell(label)} | {_cite(finding, cell=True)} |"
+            )
+        lines.append("")
+    return lines
+
+
+def _table_rows(item: _Question) -> list[Mapping[str, Any]]:
+    """A swept question's row per addressing document: its sweep finding, or (where the sweep
+    found a quote a researcher had already recorded) the document's first finding."""
+    rows = {f["document_id"]: f for f in item.findings if f.get("origin") == ORIGIN_SWEEP}
+    for finding in item.findings:
+        if finding["document_id"] in item.summary.addressing:
+            rows.setdefault(finding["document_id"], finding)
+    return list(rows.values())
+
+
+def _analysis(by_index: dict[int, _Question], titles: Mapping[int, str]) -> list[str]:
+    lines: list[str] = []
+    for item in by_index.values():
+        in_table = {f["id"] for f in _table_rows(item)} if item.summary.swept else set()
+        rest = [f for f in item.findings if f["id"] not in in_table]
+        if not rest:
+            continue
+        lines += [f"### {_one_line(item.summary.question)}", ""]
+        by_document: dict[int, list[Mapping[str, Any]]] = {}
+        for finding in rest:
+            by_document.setdefault(finding["document_id"], []).append(finding)
+        for group in by_document.values():
+            lines += [f"**{_title(titles, group[0])}**", ""]
+            lines += [f"- {_cite(f)}" for f in group]
+            lines.append("")
+    return ["## Detailed analysis", "", *lines] if lines else []
+
+
+def _brief(by_index: dict[int, _Question], titles: Mapping[int, str]) -> list[str]:
+    findings = [f for item in by_index.values() for f in item.findings]
+    if not findings:
+        return ["## Answer", "", "No passage retrieved in this run answers the question.", ""]
+    return ["## Answer", "", *[f"- {_cite(f)} (*{_title(titles, f)}*)" for f in findings], ""]
+
+
+def _gaps(by_index: dict[int, _Question]) -> list[str]:
+    lines = []
+    for item in by_index.values():
+        q = item.summary
+        if not item.findings and q.question != OTHER_FINDINGS:
+            lines.append(f"- {_one_line(q.question)}: no passage retrieved in this run supports an answer.")
+        elif q.swept and q.not_addressing:
+            names = [_one_line(t) for t in q.not_addressing[:GAP_TITLES]]
+            more = len(q.not_addressing) - len(names)
+            listed = ", ".join(f"*{n}*" for n in names) + (f" and {more} more" if more > 0 else "")
+            lines.append(
+                f"- {_one_line(q.question)}: {len(q.not_addressing)} of {q.documents_examined} documents "
+                f"examined do not address it: {listed}."
+            )
+    return ["## Gaps", "", *lines, ""] if lines else []
+
+
+def _documents(item: _Question, group: Position) -> int:
+    findings = {f["id"]: f for f in item.findings}
+    return len({findings[i]["document_id"] for i in group.finding_ids if i in findings})
+
+
+def _cite(finding: Mapping[str, Any], *, cell: bool = False) -> str:
+    claim = _one_line(finding["claim"])
+    return _cite_ids([finding["id"]], _cell(claim) if cell else claim)
+
+
+def _cite_ids(ids: Sequence[int], text: str) -> str:
+    return f'<cite findings="{",".join(str(i) for i in ids)}">{text}</cite>'
+
+
+def _title(titles: Mapping[int, str], finding: Mapping[str, Any]) -> str:
+    return _one_line(titles.get(finding["document_id"]) or f"Document {finding['document_id']}")
+
+
+def _cell(text: str) -> str:
+    return _one_line(text).replace("|", "\\|")
 
 
 def _one_line(text: str) -> str:
     return " ".join(str(text).split())
+
+
+def _s(items: Any) -> str:
+    return "" if len(items) == 1 else "s"
+
+
+def plan_questions_summary(
+    *, plan: Sequence[Mapping[str, Any]], engine_state: Mapping[str, Any], titles: Mapping[int, str]
+) -> list[QuestionSummary]:
+    """The plan's sub-questions with what the sweep (engine_state["sweep"]) judged of each."""
+    sweep = engine_state.get("sweep") or {}
+    questions = []
+    for index, step in enumerate(plan):
+        if not isinstance(step, Mapping) or not step.get("question"):
+            continue
+        judged = sweep.get(str(index)) or {}
+        examined = [int(d) for d in judged.get("judged", [])]
+        addressing = {int(d) for d in judged.get("addressing", [])}
+        questions.append(
+            QuestionSummary(
+                index=index,
+                question=str(step["question"]),
+                swept=bool(step.get("sweep")),
+                documents_examined=len(examined),
+                not_addressing=[titles.get(d, f"Document {d}") for d in examined if d not in addressing],
+                addressing=sorted(addressing),
+            )
+        )
+    return questions
+
+
+def positions_by_words(
+    questions: Sequence[QuestionSummary], findings: Sequence[Mapping[str, Any]]
+) -> dict[int, list[Position]]:
+    """Each swept question's findings grouped by the words of their quotes (no embedding model
+    needed): what a run cut short renders."""
+    by_index = _assign(questions, findings)
+    positions: dict[int, list[Position]] = {}
+    for index, item in by_index.items():
+        if not item.summary.swept or len(item.findings) < 2:
+            continue
+        groups = group_texts([f["quote"] for f in item.findings])
+        positions[index] = [Position(g.label, [item.findings[i]["id"] for i in g.members]) for g in groups]
+    return positions
+
+
+def compose_from_findings(
+    *,
+    title: str,
+    plan: Sequence[Mapping[str, Any]],
+    engine_state: Mapping[str, Any],
+    findings: Sequence[Mapping[str, Any]],
+    titles: Mapping[int, str],
+    note: str,
+) -> str:
+    questions = plan_questions_summary(plan=plan, engine_state=engine_state, titles=titles)
+    return compose_report(
+        title=title,
+        questions=questions,
+        findings=findings,
+        document_titles=titles,
+        positions=positions_by_words(questions, findings),
+        note=note,
+        brief=engine_state.get("strategy") == "fast",
+    )

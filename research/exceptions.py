@@ -32,6 +32,18 @@ class DocumentScopeInvalid(ResearchError):
     code = "document_scope_invalid"
 
 
+class BreadthInvalid(ResearchError):
+    code = "breadth_invalid"
+
+
+class TimeLimitInvalid(ResearchError):
+    code = "time_limit_invalid"
+
+
+class ModelNotAllowed(ResearchError):
+    code = "model_not_allowed"
+
+
 class ReportAlreadyActive(ResearchError):
     code = "research_already_in_progress"
 

@@ -14,12 +14,15 @@ from config.graphql.pagination import BoundedConnectionField
 from corpora.graphql import CorpusNode, PassageNode, corpora_with_counts
 from corpora.models import Passage
 from research.constants import DEPTH_PRESETS
-from research.models import ReportStatus, ResearchReport
+from research.models import ReportStatus, ReportStrategy, ResearchReport
 from research.selectors import report_list
 from research.services import report_cancel, report_resume, report_start
 
 ReportStatusEnum = graphene.Enum("ResearchReportStatus", [(s, s) for s in ReportStatus.values])
 ReportDepthEnum = graphene.Enum("ResearchDepth", [(d.upper(), d) for d in DEPTH_PRESETS])
+
+
+ReportStrategyEnum = graphene.Enum("ResearchStrategy", [(s.upper(), s) for s in ReportStrategy.values])
 
 
 class ReportProgress(graphene.ObjectType):
@@ -29,6 +32,15 @@ class ReportProgress(graphene.ObjectType):
     sources_count = graphene.Int(required=True)
     max_steps = graphene.Int(required=True)
     last_progress_at = graphene.DateTime()
+    phase = graphene.String(
+        description="planning, researching, sweeping, writing, reviewing, or the end status."
+    )
+    level = graphene.Int(description="The research level under way (1 = the plan's sub-questions).")
+    levels = graphene.Int(description="The levels the depth allows.")
+    documents_swept = graphene.Int(description="Candidate documents judged so far by the sweep.")
+    documents_total = graphene.Int(description="Candidate documents the sweep will judge.")
+    direction = graphene.String(description="The direction a researcher is pursuing now.")
+    model_requests = graphene.Int(description="Model requests spent (every role).")
 
 
 class Citation(graphene.ObjectType):
@@ -45,15 +57,26 @@ class Citation(graphene.ObjectType):
 
 
 class Finding(graphene.ObjectType):
+    finding_id = graphene.Int(required=True, description="The finding's number in this report.")
     claim = graphene.String(required=True)
     quote = graphene.String(required=True)
     passage_id = graphene.ID(required=True)
+    document_id = graphene.ID()
     section = graphene.String()
+    position = graphene.String(description="The position the document takes, when the judge named one.")
+    origin = graphene.String(description="researcher, sweep, follow-up or gap.")
 
 
 class ResearchReportNode(DjangoObjectType):
     status = ReportStatusEnum(required=True)
     depth = ReportDepthEnum(required=True)
+    strategy = ReportStrategyEnum(
+        description="fast (one retrieval round) or deep; null until the run starts."
+    )
+    breadth = graphene.Int(required=True)
+    model = graphene.String(description="The model this run asked for; null: the configured ones.")
+    time_limit_seconds = graphene.Int(required=True)
+    plan = GenericScalar(description="The sub-questions: [{question, queries, sweep}].")
     progress = graphene.Field(ReportProgress, required=True)
     citations = graphene.List(graphene.NonNull(Citation), required=True)
     findings = graphene.List(graphene.NonNull(Finding), required=True)
@@ -81,6 +104,8 @@ class ResearchReportNode(DjangoObjectType):
             "content",
             "retry_count",
             "cancel_requested",
+            "breadth",
+            "time_limit_seconds",
         )
 
     @classmethod
@@ -103,14 +128,28 @@ class ResearchReportNode(DjangoObjectType):
     def resolve_depth(self, info) -> str:
         return str(self.depth)
 
+    def resolve_strategy(self, info) -> str | None:
+        return self.strategy or None
+
+    def resolve_model(self, info) -> str | None:
+        return self.model or None
+
     def resolve_progress(self, info) -> ReportProgress:
+        progress = self.progress or {}
         return ReportProgress(
             step_count=self.step_count,
             tool_call_count=self.tool_call_count,
             findings_count=len(self.findings),
-            sources_count=len(self.citations),
+            sources_count=len(self.citations) or len({f["document_id"] for f in self.findings}),
             max_steps=self.max_steps,
             last_progress_at=self.last_progress_at,
+            phase=progress.get("phase"),
+            level=progress.get("level"),
+            levels=progress.get("levels"),
+            documents_swept=progress.get("documents_swept"),
+            documents_total=progress.get("documents_total"),
+            direction=progress.get("direction"),
+            model_requests=self.model_usage.get("requests"),
         )
 
     def resolve_citations(self, info) -> list[Citation]:
@@ -134,10 +173,14 @@ class ResearchReportNode(DjangoObjectType):
     def resolve_findings(self, info) -> list[Finding]:
         return [
             Finding(
+                finding_id=f["id"],
                 claim=f["claim"],
                 quote=f["quote"],
                 passage_id=encode_id("Passage", f["passage_id"]),
+                document_id=encode_id("Document", f["document_id"]),
                 section=f.get("section"),
+                position=f.get("position"),
+                origin=f.get("origin"),
             )
             for f in self.findings
         ]
@@ -190,6 +233,9 @@ class StartResearchReport(BaseMutation):
         max_steps = graphene.Int()
         rubric = graphene.String()
         document_ids = graphene.List(graphene.NonNull(graphene.ID))
+        breadth = graphene.Int(description="Sub-questions at the first level (default: the depth's).")
+        time_limit_seconds = graphene.Int(description="The run's time limit (default: the depth's).")
+        model = graphene.String(description="A model this server offers, for this run only.")
 
     @classmethod
     def perform(
@@ -203,6 +249,9 @@ class StartResearchReport(BaseMutation):
         max_steps=None,
         rubric=None,
         document_ids=None,
+        breadth=None,
+        time_limit_seconds=None,
+        model=None,
     ):
         user = require_user(info)
         corpus = readable_corpus(user=user, corpus_id=corpus_id)
@@ -215,6 +264,9 @@ class StartResearchReport(BaseMutation):
             max_steps=max_steps,
             rubric=rubric,
             document_ids=decode_ids(document_ids, "Document", field="document_ids"),
+            breadth=breadth,
+            time_limit_seconds=time_limit_seconds,
+            model=model,
         )
         return {"report": report}
 

@@ -27,6 +27,11 @@ class ReportDepth(models.TextChoices):
     DEEP = DEPTH_DEEP, "Deep"
 
 
+class ReportStrategy(models.TextChoices):
+    FAST = "fast", "Fast path"
+    DEEP = "deep", "Deep research"
+
+
 class ResearchReport(models.Model):
     corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="research_reports")
     creator = models.ForeignKey(
@@ -38,6 +43,13 @@ class ResearchReport(models.Model):
     depth = models.CharField(max_length=16, choices=ReportDepth.choices, default=DEFAULT_DEPTH)
     rubric = models.TextField(blank=True)
     rubric_iterations = models.PositiveSmallIntegerField(default=1)
+    # Sub-questions researched at the first level: the depth preset's, or the request's own.
+    breadth = models.PositiveSmallIntegerField(default=5)
+    # The request's own model spec for this run (empty: RESEARCH_MODEL / RESEARCH_WORKER_MODEL).
+    model = models.CharField(max_length=300, blank=True)
+    # How the engine answers: "fast" (one retrieval round) or "deep" (plan, research, sweep,
+    # write, review); set when the run starts.
+    strategy = models.CharField(max_length=16, choices=ReportStrategy.choices, blank=True)
     # Ids of the documents the run may search; empty means the whole corpus.
     document_scope = models.JSONField(default=list, blank=True)
 
@@ -61,6 +73,11 @@ class ResearchReport(models.Model):
 
     # The run's scratchpad, written as it happens so nothing is lost on cancel or crash.
     plan = models.JSONField(default=list, blank=True)
+    # What the run is doing now (phase, level, documents swept, findings, sources), for display.
+    progress = models.JSONField(default=dict, blank=True)
+    # The orchestration's checkpoint (levels done, next directions, documents judged, critic
+    # rounds), so that a resumed run continues where the last attempt stopped.
+    engine_state = models.JSONField(default=dict, blank=True)
     findings = models.JSONField(default=list, blank=True)
     retrieved_passage_ids = models.JSONField(default=list, blank=True)
     tool_call_log = models.JSONField(default=list, blank=True)

@@ -1,7 +1,6 @@
 """Every write to a research report: start, cancel, the run's scratchpad (retrieved passages,
 tool calls, findings) and the one-time finalize. Status changes go through research.lifecycle."""
 
-import html
 import logging
 import secrets
 from collections.abc import Sequence
@@ -25,6 +24,7 @@ from corpora.models import Corpus, Document
 from notifications.services import notification_create_for_report
 from research.citations import citations_render, draft_passage_ids
 from research.constants import (
+    BREADTH_MAX,
     CLAIM_MAX_CHARS,
     DEFAULT_DEPTH,
     DEPTH_PRESETS,
@@ -36,17 +36,20 @@ from research.constants import (
     QUOTE_MIN_CHARS,
     RUBRIC_MAX_CHARS,
     SECTION_MAX_CHARS,
+    TIME_LIMIT_MIN_SECONDS,
     TITLE_MAX_CHARS,
     TOOL_ARGS_PREVIEW_CHARS,
     TOOL_OUTCOME_PREVIEW_CHARS,
     WARNING_BUDGET_EXHAUSTED,
     WARNING_DRAFT_MISSING,
 )
-from research.drafts import compose_report
+from research.drafts import compose_from_findings
 from research.exceptions import (
+    BreadthInvalid,
     DepthInvalid,
     DocumentScopeInvalid,
     FindingRejected,
+    ModelNotAllowed,
     PromptInvalid,
     ReportAlreadyActive,
     ReportNotCancellable,
@@ -54,11 +57,12 @@ from research.exceptions import (
     ReportNotResumable,
     ReportPermissionDenied,
     RubricInvalid,
+    TimeLimitInvalid,
     TitleInvalid,
     TransitionLost,
 )
 from research.lifecycle import report_transition
-from research.models import ReportStatus, ResearchReport
+from research.models import TERMINAL_STATUSES, ReportStatus, ResearchReport
 from research.quotes import quote_locate
 from research.selectors import citable_passages
 
@@ -80,8 +84,13 @@ def report_start(
     document_ids: Sequence[int] | None = None,
     conversation: Conversation | None = None,
     origin_message: ChatMessage | None = None,
+    breadth: int | None = None,
+    time_limit_seconds: int | None = None,
+    model: str | None = None,
 ) -> ResearchReport:
-    """Queue a research run. The task is enqueued when the transaction commits."""
+    """Queue a research run. The task is enqueued when the transaction commits. `breadth`,
+    `time_limit_seconds` and `model` override the depth preset's and the configured model for
+    this run (the time limit within RESEARCH_TIME_LIMIT_SECONDS, the model among the allowed)."""
     if not user.is_authenticated or not user.has_perm(VIEW_CORPUS, corpus):
         raise ReportPermissionDenied("you may not read this corpus", field="corpus_id")
     prompt = (prompt or "").strip()
@@ -100,6 +109,9 @@ def report_start(
     if len(title) > TITLE_MAX_CHARS:
         raise TitleInvalid(f"a title is at most {TITLE_MAX_CHARS} characters", field="title")
     steps = preset.max_steps if max_steps is None else max(1, min(int(max_steps), MAX_STEPS_CEILING))
+    breadth = _breadth(preset.breadth if breadth is None else breadth)
+    time_limit = _time_limit(preset.time_limit_seconds if time_limit_seconds is None else time_limit_seconds)
+    model = _model_spec(model)
     scope = _document_scope(corpus, document_ids)
     if conversation is not None and (
         conversation.creator_id != user.pk or conversation.corpus_id != corpus.pk
@@ -122,11 +134,13 @@ def report_start(
                     depth=depth,
                     rubric=rubric,
                     rubric_iterations=preset.rubric_iterations,
+                    breadth=breadth,
+                    model=model,
                     document_scope=scope,
                     max_steps=steps,
                     max_tool_calls=preset.max_tool_calls,
-                    token_limit=settings.RESEARCH_TOKEN_LIMIT,
-                    time_limit_seconds=settings.RESEARCH_TIME_LIMIT_SECONDS,
+                    token_limit=min(preset.token_limit, settings.RESEARCH_TOKEN_LIMIT),
+                    time_limit_seconds=time_limit,
                     conversation=conversation,
                     origin_message=origin_message,
                 )
@@ -138,6 +152,39 @@ def report_start(
 
 _ACTIVE = [ReportStatus.QUEUED, ReportStatus.RUNNING, ReportStatus.CANCELLING]
 _ALREADY_ACTIVE = "a research run on this corpus is already in progress; wait for it or cancel it"
+
+
+def _breadth(value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= BREADTH_MAX:
+        raise BreadthInvalid(f"breadth is a whole number from 1 to {BREADTH_MAX}", field="breadth")
+    return value
+
+
+def _time_limit(value: Any) -> int:
+    ceiling = settings.RESEARCH_TIME_LIMIT_SECONDS
+    if isinstance(value, bool) or not isinstance(value, int) or value < TIME_LIMIT_MIN_SECONDS:
+        raise TimeLimitInvalid(
+            f"a time limit is {TIME_LIMIT_MIN_SECONDS} to {ceiling} seconds", field="time_limit_seconds"
+        )
+    return min(value, ceiling)
+
+
+def _model_spec(model: str | None) -> str:
+    """The request's model, if it names one this server allows: the offline engine, the
+    configured models, or one listed in RESEARCH_ALLOWED_MODELS. Empty: the configured ones."""
+    model = (model or "").strip()
+    if not model:
+        return ""
+    allowed = {"offline", *settings.RESEARCH_ALLOWED_MODELS}
+    for configured in (settings.RESEARCH_MODEL, settings.RESEARCH_WORKER_MODEL):
+        if configured:
+            allowed.add(configured.strip())
+    if model not in allowed:
+        raise ModelNotAllowed(
+            f"model {model[:100]!r} is not offered here; use one of: {', '.join(sorted(allowed))}",
+            field="model",
+        )
+    return model
 
 
 def _title_from_prompt(prompt: str) -> str:
@@ -312,6 +359,40 @@ def report_plan_record(*, report_id: int, plan: list[dict[str, Any]]) -> None:
     ResearchReport.objects.filter(pk=report_id).update(plan=plan, last_progress_at=timezone.now())
 
 
+def report_progress_record(
+    *,
+    report_id: int,
+    progress: dict[str, Any],
+    engine_state: dict[str, Any] | None = None,
+    strategy: str | None = None,
+    lease_token: str | None = None,
+) -> bool:
+    """What the run is doing now, and (with engine_state) the orchestration's checkpoint, in
+    one write by the lease holder. False when the run has ended; LeaseLost when another
+    delivery of the task holds it now."""
+    now = timezone.now()
+    fields: dict[str, Any] = {
+        "progress": {**progress, "updated_at": now.isoformat()},
+        "last_progress_at": now,
+    }
+    if engine_state is not None:
+        fields["engine_state"] = engine_state
+    if strategy is not None:
+        fields["strategy"] = strategy
+    queryset = ResearchReport.objects.filter(
+        pk=report_id, status__in=[ReportStatus.RUNNING, ReportStatus.CANCELLING]
+    )
+    if lease_token is not None:
+        queryset = queryset.filter(lease_token=lease_token)
+        fields["lease_expires_at"] = now + _lease_duration()
+    if queryset.update(**fields):
+        return True
+    current = ResearchReport.objects.filter(pk=report_id).values("status", "lease_token").first()
+    if current and current["status"] not in (s.value for s in TERMINAL_STATUSES):
+        _check_lease(ResearchReport(pk=report_id, lease_token=current["lease_token"]), lease_token)
+    return False
+
+
 @dataclass(frozen=True)
 class ToolCall:
     tool: str
@@ -336,13 +417,14 @@ _STEP_FIELDS = (
 def report_tool_call_record(
     *,
     report_id: int,
-    call: ToolCall,
+    call: ToolCall | Sequence[ToolCall],
     passage_ids: Sequence[int] = (),
     lease_token: str | None = None,
     usage: dict[str, Any] | None = None,
 ) -> ResearchReport:
-    """One step of the run, in one write: the call's log entry, the passages it retrieved joined
-    to the run's accumulator, the progress counters, the usage so far and the lease renewal."""
+    """One step of the run (or several, a sweep batch's), in one write: the calls' log entries,
+    the passages they retrieved joined to the run's accumulator, the progress counters, the
+    usage so far and the lease renewal."""
     with transaction.atomic():
         report = _locked_for_step(report_id, relaxed_commit=True)
         return _step_write(report, call, passage_ids=passage_ids, lease_token=lease_token, usage=usage)
@@ -363,10 +445,10 @@ def _locked_for_step(report_id: int, *, relaxed_commit: bool = False) -> Researc
 
 def _step_write(
     report: ResearchReport,
-    call: ToolCall,
+    call: ToolCall | Sequence[ToolCall],
     *,
     passage_ids: Sequence[int] = (),
-    finding: dict[str, Any] | None = None,
+    findings: Sequence[dict[str, Any]] = (),
     lease_token: str | None = None,
     usage: dict[str, Any] | None = None,
 ) -> ResearchReport:
@@ -389,12 +471,14 @@ def _step_write(
         if fresh:
             report.retrieved_passage_ids = [*report.retrieved_passage_ids, *fresh]
             fields.append("retrieved_passage_ids")
-    if finding is not None:
-        report.findings = [*report.findings, finding]
+    if findings:
+        report.findings = [*report.findings, *findings]
         fields.append("findings")
-    report.tool_call_log = [*report.tool_call_log, _log_entry(call, len(report.tool_call_log) + 1)]
-    report.tool_call_count += 1
-    report.step_count += 1
+    calls = [call] if isinstance(call, ToolCall) else list(call)
+    start = len(report.tool_call_log) + 1
+    report.tool_call_log = [*report.tool_call_log, *(_log_entry(c, start + i) for i, c in enumerate(calls))]
+    report.tool_call_count += len(calls)
+    report.step_count += len(calls)
     report.last_progress_at = report.updated = timezone.now()
     report.save(update_fields=fields)
     return report
@@ -429,6 +513,20 @@ class FindingRecorded:
     report_status: str
 
 
+@dataclass(frozen=True)
+class FindingInput:
+    """A finding as a role proposes it: a claim, a quote copied from one of the passages, and
+    where it belongs (the sub-question, the position it takes, the role that found it)."""
+
+    claim: str
+    quote: str
+    passage_ids: Sequence[int]
+    section: str | None = None
+    question: int | None = None
+    position: str | None = None
+    origin: str | None = None
+
+
 def finding_record(
     *,
     report_id: int,
@@ -437,31 +535,64 @@ def finding_record(
     passage_ids: Sequence[int],
     section: str | None = None,
     lease_token: str | None = None,
+    question: int | None = None,
+    position: str | None = None,
+    origin: str | None = None,
 ) -> FindingRecorded:
     """Record a finding if its passages were retrieved by this run and its quote is verbatim in
     one of them; otherwise FindingRejected with a message the agent can act on. Atomic: the
     finding, its log entry and the counters are written together, under one row lock."""
+    item = FindingInput(claim, quote, passage_ids, section, question, position, origin)
+    outcome = findings_record(report_id=report_id, items=[item], lease_token=lease_token)[0]
+    if isinstance(outcome, FindingRejected):
+        raise outcome
+    return outcome
+
+
+def findings_record(
+    *, report_id: int, items: Sequence[FindingInput], lease_token: str | None = None
+) -> list[FindingRecorded | FindingRejected]:
+    """Record several findings in one write (a document sweep's verdicts): each validated as
+    finding_record validates one, against the findings before it too. Returns, in order, each
+    one's FindingRecorded or the FindingRejected that says why it was not recorded."""
     started = perf_counter()
-    arguments = {"claim": claim, "quote": quote, "passage_ids": list(passage_ids), "section": section}
+    outcomes: list[FindingRecorded | FindingRejected] = []
+    rejected: list[ToolCall] = []
     with transaction.atomic():
         report = _locked_for_step(report_id)
         _check_lease(report, lease_token)
-        try:
-            finding = _finding_validate(report, claim, quote, passage_ids, section)
-        except FindingRejected as exc:
-            rejection = exc
-        else:
-            outcome = f"recorded finding {finding['id']}"
-            call = ToolCall("record_finding", arguments, _ms(started), outcome)
-            _step_write(report, call, finding=finding, lease_token=lease_token)
-            return FindingRecorded(finding, report.status)
-    # Rejections are steps too, logged outside the finding's transaction so the log keeps them.
-    report_tool_call_record(
-        report_id=report_id,
-        call=ToolCall("record_finding", arguments, _ms(started), f"rejected: {rejection.message}"),
-        lease_token=lease_token,
-    )
-    raise rejection
+        calls: list[ToolCall] = []
+        accepted: list[dict[str, Any]] = []
+        for item in items:
+            arguments = {
+                "claim": item.claim,
+                "quote": item.quote,
+                "passage_ids": list(item.passage_ids) if isinstance(item.passage_ids, list | tuple) else [],
+                "section": item.section,
+            }
+            try:
+                finding = _finding_validate(report, item, pending=accepted)
+            except FindingRejected as exc:
+                outcomes.append(exc)
+                rejected.append(
+                    ToolCall("record_finding", arguments, _ms(started), f"rejected: {exc.message}")
+                )
+                continue
+            accepted.append(finding)
+            calls.append(
+                ToolCall("record_finding", arguments, _ms(started), f"recorded finding {finding['id']}")
+            )
+            outcomes.append(FindingRecorded(finding, report.status))
+        if accepted:
+            _step_write(report, calls, findings=accepted, lease_token=lease_token)
+            outcomes = [
+                FindingRecorded(o.finding, report.status) if isinstance(o, FindingRecorded) else o
+                for o in outcomes
+            ]
+    if rejected:
+        # Rejections are steps too, logged outside the findings' transaction so the log keeps them.
+        report_tool_call_record(report_id=report_id, call=rejected, lease_token=lease_token)
+    return outcomes
 
 
 def _ms(started: float) -> float:
@@ -469,25 +600,21 @@ def _ms(started: float) -> float:
 
 
 def _finding_validate(
-    report: ResearchReport,
-    claim: str,
-    quote: str,
-    passage_ids: Sequence[int],
-    section: str | None,
+    report: ResearchReport, item: FindingInput, *, pending: Sequence[dict[str, Any]] = ()
 ) -> dict[str, Any]:
     if report.status not in (ReportStatus.RUNNING, ReportStatus.CANCELLING):
         raise FindingRejected(f"the run is {report.status.lower()}; no more findings", code="run_not_active")
-    claim = " ".join((claim or "").split())
+    claim = " ".join((item.claim or "").split()) if isinstance(item.claim, str) else ""
     if not claim or len(claim) > CLAIM_MAX_CHARS:
         raise FindingRejected(f"a claim is 1 to {CLAIM_MAX_CHARS} characters", field="claim")
-    quote = quote or ""
+    quote = item.quote if isinstance(item.quote, str) else ""
     if len(quote.strip()) < QUOTE_MIN_CHARS or len(quote) > QUOTE_MAX_CHARS:
         raise FindingRejected(
             f"a quote is {QUOTE_MIN_CHARS} to {QUOTE_MAX_CHARS} characters copied exactly from one passage",
             field="quote",
         )
     try:
-        ids = list(dict.fromkeys(int(i) for i in passage_ids))
+        ids = list(dict.fromkeys(int(i) for i in item.passage_ids))
     except (TypeError, ValueError) as exc:
         raise FindingRejected(
             "passage_ids must be integers from search results", field="passage_ids"
@@ -504,19 +631,20 @@ def _finding_validate(
             field="passage_ids",
         )
     passages = citable_passages(corpus_id=report.corpus_id, passage_ids=ids)
+    recorded = [*report.findings, *pending]
     for pid in ids:
         passage = passages.get(pid)
         span = quote_locate(passage.text, quote) if passage else None
         if span is None:
             continue
         exact = passage.text[span[0] : span[1]]
-        if any(f["passage_id"] == pid and f["quote"] == exact for f in report.findings):
+        if any(f["passage_id"] == pid and f["quote"] == exact for f in recorded):
             raise FindingRejected(
                 "this quote from this passage is already recorded; look for new evidence",
                 code="finding_duplicate",
             )
-        return {
-            "id": len(report.findings) + 1,
+        finding = {
+            "id": len(recorded) + 1,
             "claim": claim,
             "quote": exact,
             "passage_id": pid,
@@ -524,9 +652,16 @@ def _finding_validate(
             "document_id": passage.document_id,
             "start": passage.start + span[0],
             "end": passage.start + span[1],
-            "section": " ".join((section or "").split())[:SECTION_MAX_CHARS] or None,
+            "section": " ".join((item.section or "").split())[:SECTION_MAX_CHARS] or None,
             "recorded_at": timezone.now().isoformat(),
         }
+        if item.question is not None:
+            finding["question"] = int(item.question)
+        if item.position:
+            finding["position"] = " ".join(item.position.split())[:SECTION_MAX_CHARS]
+        if item.origin:
+            finding["origin"] = item.origin
+        return finding
     raise FindingRejected(
         f"the quote is not verbatim in passages {ids}; copy the exact words of one passage",
         code="quote_not_verbatim",
@@ -560,6 +695,7 @@ def report_finalize(
     usage: dict[str, Any] | None = None,
     expect: str | None = None,
     lease_token: str | None = None,
+    run_warnings: Sequence[str] = (),
 ) -> ResearchReport:
     """Render and store the report, move it to its terminal status, notify the creator and the
     originating conversation — all in one transaction, exactly once: a second call (a task
@@ -582,12 +718,13 @@ def report_finalize(
             to=status,
             content=rendered.content,
             citations=rendered.citations,
-            warnings=[*report.warnings, *warnings, *rendered.warnings],
+            warnings=[*report.warnings, *run_warnings, *warnings, *rendered.warnings],
             error=error_text[:ERROR_MAX_CHARS],
             model_usage=usage if usage is not None else report.model_usage,
             finalized_at=timezone.now(),
             lease_token="",
             lease_expires_at=None,
+            progress={**report.progress, "phase": status.lower(), "updated_at": timezone.now().isoformat()},
         )
         report.cited_passages.set(rendered.passage_ids)
         report.cited_documents.set(rendered.document_ids)
@@ -604,6 +741,7 @@ def _render(report: ResearchReport, draft: str):
         passages=citable_passages(corpus_id=report.corpus_id, passage_ids=known),
         retrieved_ids=report.retrieved_passage_ids,
         findings=report.findings,
+        require_findings=True,
     )
 
 
@@ -611,11 +749,7 @@ def _with_findings_section(draft: str, missing: list[dict[str, Any]]) -> str:
     """Every recorded finding reaches the report: those the draft does not cite (a run resumed
     after a crash, a model that left some out) are listed after it, each cited to its quote."""
     lines = [draft.rstrip(), "", "## Additional findings", ""]
-    lines += [
-        f'- <cite ids="{f["passage_id"]}" quote="{html.escape(f["quote"], quote=True)}">'
-        f"{' '.join(f['claim'].split())}</cite>"
-        for f in missing
-    ]
+    lines += [f'- <cite findings="{f["id"]}">{" ".join(f["claim"].split())}</cite>' for f in missing]
     return "\n".join(lines) + "\n"
 
 
@@ -646,15 +780,18 @@ def _final_state(
 
 
 def _draft_from_findings(report: ResearchReport) -> str:
-    titles = dict(
-        Document.objects.filter(pk__in={f["document_id"] for f in report.findings}).values_list("pk", "title")
-    )
-    questions = [step["question"] for step in report.plan if isinstance(step, dict) and step.get("question")]
-    return compose_report(
+    """The findings composed as the offline writer composes them (positions grouped by their
+    quotes' words: no model is called inside the finalize transaction)."""
+    judged = {
+        int(d) for entry in (report.engine_state.get("sweep") or {}).values() for d in entry.get("judged", [])
+    }
+    documents = judged | {f["document_id"] for f in report.findings}
+    return compose_from_findings(
         title=report.title,
-        questions=questions,
+        plan=report.plan,
+        engine_state=report.engine_state,
         findings=report.findings,
-        document_titles=titles,
+        titles=dict(Document.objects.filter(pk__in=documents).values_list("pk", "title")),
         note="Composed from the findings recorded before the run ended.",
     )
 

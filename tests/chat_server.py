@@ -89,3 +89,75 @@ def tool_results(body: dict[str, Any]) -> list[Any]:
             except (TypeError, ValueError):
                 results.append(content)
     return results
+
+
+# The output tool each role submits with: which role a request is for.
+ROLE_OUTPUT_TOOLS = {
+    "submit_plan": "planner",
+    "finish_direction": "researcher",
+    "submit_verdicts": "judge",
+    "submit_report": "writer",
+    "submit_critique": "critic",
+}
+
+
+def role_of(body: dict[str, Any]) -> str:
+    names = {tool["function"]["name"] for tool in body.get("tools", [])}
+    return next((role for tool, role in ROLE_OUTPUT_TOOLS.items() if tool in names), "unknown")
+
+
+def user_text(body: dict[str, Any]) -> str:
+    return next((m["content"] for m in body["messages"] if m["role"] == "user"), "")
+
+
+def data_of(body: dict[str, Any]) -> Any:
+    """The JSON data framed in a role's prompt (research.engine.prompts.request_prompt)."""
+    text = user_text(body)
+    start, end = text.find("<research_data>"), text.find("</research_data>")
+    return json.loads(text[start + len("<research_data>") : end]) if start >= 0 and end > start else None
+
+
+class RoleScript:
+    """A model that plays every role of a research run over HTTP: the planner submits the
+    request as one sub-question, the researcher is `researcher` (a Script), the judge finds that
+    no document addresses a question, the writer cites every finding, the critic is satisfied.
+    Pass another function for a role to change what it does."""
+
+    def __init__(self, researcher: Script, **roles: Script) -> None:
+        self.roles = {
+            "planner": _plan_as_asked,
+            "researcher": researcher,
+            "judge": _judge_nothing,
+            "writer": _write_every_finding,
+            "critic": _satisfied,
+            **roles,
+        }
+        self.calls: dict[str, int] = {}
+
+    def __call__(self, body: dict[str, Any]) -> dict[str, Any]:
+        role = role_of(body)
+        self.calls[role] = self.calls.get(role, 0) + 1
+        return self.roles[role](body)
+
+
+def _plan_as_asked(body: dict[str, Any]) -> dict[str, Any]:
+    text = user_text(body)
+    start, end = text.find("<research_prompt>"), text.find("</research_prompt>")
+    request = " ".join(text[start + len("<research_prompt>") : end].split())
+    return {"tool_calls": [("submit_plan", {"sub_questions": [{"question": request, "queries": [request]}]})]}
+
+
+def _judge_nothing(body: dict[str, Any]) -> dict[str, Any]:
+    questions = (data_of(body) or {}).get("questions", [])
+    verdicts = [{"question": q["index"], "addresses": False} for q in questions]
+    return {"tool_calls": [("submit_verdicts", {"verdicts": verdicts})]}
+
+
+def _write_every_finding(body: dict[str, Any]) -> dict[str, Any]:
+    findings = (data_of(body) or {}).get("findings", [])
+    lines = ["# Report", ""] + [f'- <cite findings="{f["id"]}">{f["claim"]}</cite>' for f in findings]
+    return {"tool_calls": [("submit_report", {"markdown": "\n".join(lines)})]}
+
+
+def _satisfied(body: dict[str, Any]) -> dict[str, Any]:
+    return {"tool_calls": [("submit_critique", {"satisfied": True})]}

@@ -144,11 +144,27 @@ INGEST_MAX_FILE_BYTES = env_int("INGEST_MAX_FILE_BYTES", 50 * 1024 * 1024)
 # "offline" (the built-in extractive engine), a PydanticAI model string ("openai:gpt-4o-mini",
 # "anthropic:claude-sonnet-4-5") or "openai-compatible:<model>" with LLM_BASE_URL.
 RESEARCH_MODEL = env_str("RESEARCH_MODEL", "offline")
+# The researchers' and the document judge's model (a cheaper one); empty = RESEARCH_MODEL's.
+# Either may be a comma-separated fallback chain, tried in order on transient failures.
+RESEARCH_WORKER_MODEL = env_str("RESEARCH_WORKER_MODEL")
+# A run's spend in US dollars (PydanticAI's price data); 0 = no limit. Past it, the findings
+# are salvaged into the report as with the other budgets.
+# Models a request may choose for its run besides "offline" and the two above, separated by
+# ";" (a model may itself be a comma-separated fallback chain).
+RESEARCH_ALLOWED_MODELS = [m.strip() for m in env_str("RESEARCH_ALLOWED_MODELS").split(";") if m.strip()]
+RESEARCH_COST_LIMIT_USD = env_float("RESEARCH_COST_LIMIT_USD", 0.0)
+# The shallow fast path: a single question of at most this many words, with no collection or
+# comparison markers, is answered in one retrieval round (research/engine/intent.py).
+RESEARCH_FAST_PATH_MAX_WORDS = env_int("RESEARCH_FAST_PATH_MAX_WORDS", 12)
+# A question put to at least this many documents is about the collection: every candidate
+# document is swept for it (and it never takes the fast path).
+RESEARCH_COLLECTION_MIN_DOCUMENTS = env_int("RESEARCH_COLLECTION_MIN_DOCUMENTS", 10)
 # The chat agent's model; empty = the same as RESEARCH_MODEL.
 CHAT_MODEL = env_str("CHAT_MODEL")
 LLM_BASE_URL = env_str("LLM_BASE_URL")
 LLM_API_KEY = env_str("LLM_API_KEY")
-RESEARCH_TOKEN_LIMIT = env_int("RESEARCH_TOKEN_LIMIT", 400_000)
+# Ceilings over the depth presets' token and time budgets (research/constants.py).
+RESEARCH_TOKEN_LIMIT = env_int("RESEARCH_TOKEN_LIMIT", 5_000_000)
 RESEARCH_TIME_LIMIT_SECONDS = env_int("RESEARCH_TIME_LIMIT_SECONDS", 30 * 60)
 # A worker holds a run's lease this long past its last step; a redelivered task may take over
 # a run whose lease expired. The reaper resumes RUNNING reports with no progress for this long.

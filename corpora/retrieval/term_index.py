@@ -108,17 +108,33 @@ class TermIndex:
             found[pid] = passage
         return found
 
+    def frequencies(self, words: Iterable[str]) -> dict[str, int]:
+        """How many passages hold each word (by its stem)."""
+        result = {}
+        for word in words:
+            stems = _stem_words([word.lower()])
+            posting = self.postings.get(stems[0]) if stems else None
+            result[word] = len(posting[0]) if posting is not None else 0
+        return result
+
+    def scores(self, terms: Iterable[str]) -> np.ndarray:
+        """Every passage's BM25 score for `terms` (0.0 where it holds none), in passage_ids order."""
+        stems = set(_stem_words([t.lower() for t in terms]))
+        scores = np.zeros(len(self.passage_ids), dtype=np.float32)
+        for stem in stems:
+            posting = self.postings.get(stem)
+            if posting is not None:
+                positions, weights = posting
+                scores[positions] += weights  # positions are unique within a posting
+        return scores
+
     def rank(
         self, terms: Iterable[str], *, limit: int, document_ids: Sequence[int] | None = None
     ) -> list[tuple[int, float]]:
         """[(passage_id, score)], best first: the passages holding any of `terms`."""
-        stems = set(_stem_words([t.lower() for t in terms]))
-        found = [self.postings[s] for s in stems if s in self.postings]
-        if limit <= 0 or not found:
+        if limit <= 0:
             return []
-        scores = np.zeros(len(self.passage_ids), dtype=np.float32)
-        for positions, weights in found:
-            scores[positions] += weights  # positions are unique within a posting
+        scores = self.scores(terms)
         if document_ids is not None:
             allowed = np.isin(self.document_ids, np.asarray(list(document_ids), dtype=np.int64))
             scores[~allowed] = 0.0

@@ -1,63 +1,109 @@
-"""The researcher: an agent with read-only retrieval tools over one corpus, scratchpad tools
-that record the plan and findings, and `finalize_report` as its output; and its offline mind,
-a deterministic FunctionModel that plays it with no LLM. The agent reaches its run only through
-the run store in its deps: report, corpus and user are never the model's to choose."""
+"""The researcher: pursues one direction (a sub-question, a follow-up or a critic's gap) with
+read-only retrieval tools over the corpus, records findings tied to the passages it retrieved,
+and proposes follow-up directions from what it read; and its offline mind, a deterministic
+FunctionModel that searches, picks verbatim sentences as quotes, and finds follow-ups in the
+passages (exceptions they make, terms they use that the question did not). The agent reaches
+its run only through the run store in its deps: report, corpus and user are never the model's
+to choose, and neither is the sub-question a finding belongs to."""
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 from pydantic_ai import Agent, RunContext, ToolOutput
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelRequest,
-    ModelResponse,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
+from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from config.exceptions import ApplicationError
-from llms.prompts import unwrap
-from research.drafts import compose_report
-from research.engine.prompts import RESEARCH_INSTRUCTIONS, RESEARCH_PROMPT_TAG
+from research.engine.budget import BudgetExhausted
+from research.engine.planner import candidate_terms, feedback_terms
+from research.engine.prompts import RESEARCHER_INSTRUCTIONS, read_data, tool_returns
 from research.engine.store import RunStore
-from research.engine.text import best_sentences, keywords, plan_questions
+from research.engine.text import best_sentences, keywords, sentences
+from research.services import FindingInput
 
-OFFLINE_MODEL_NAME = "deepcite-offline-extractive"
-EXTRACTIVE_NOTE = "Extractive report by the Deepcite offline engine: each finding quotes the corpus verbatim."
+OFFLINE_RESEARCHER = "deepcite-offline-researcher"
+FOLLOW_UPS_MAX = 3
+# A sentence quoted by the offline mind shares at least this share of the direction's words
+# (weighted by how rare they are among the passages read).
+MIN_COVERAGE = 0.34
+ORIGIN_RESEARCHER = "researcher"
+# Sentences that carve something out of a rule: worth a direction of their own.
+_EXCEPTION = re.compile(
+    r"\b(?:except|unless|provided\s+that|notwithstanding|other\s+than|excluding|save\s+for|"
+    r"does\s+not\s+apply|shall\s+not\s+apply)\b",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True)
+class Direction:
+    """What one researcher pursues: a question, its queries, and the sub-question of the plan
+    its findings answer (the index into the plan; None for the critic's general gaps)."""
+
+    question: str
+    queries: tuple[str, ...]
+    plan_index: int | None
+    level: int = 1
+    origin: str = ORIGIN_RESEARCHER
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "question": self.question,
+            "queries": list(self.queries),
+            "plan_index": self.plan_index,
+            "level": self.level,
+            "origin": self.origin,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Direction":
+        return cls(
+            question=str(data["question"]),
+            queries=tuple(data.get("queries") or [data["question"]]),
+            plan_index=data.get("plan_index"),
+            level=int(data.get("level", 1)),
+            origin=str(data.get("origin") or ORIGIN_RESEARCHER),
+        )
 
 
 @dataclass
-class ResearchDeps:
+class ResearcherDeps:
     store: RunStore
-    breadth: int
+    direction: Direction
+    findings_limit: int
+    context_reads: int
+    search_top_k: int
+    recorded: list[dict[str, Any]] = field(default_factory=list)
 
 
-class FinalReport(BaseModel):
-    """The finished report in markdown, claims wrapped as <cite ids="...">claim</cite>."""
+class DirectionNotes(BaseModel):
+    """What the researcher hands back (its findings are already recorded)."""
 
-    markdown: str = Field(description="The report in markdown with <cite ids=...> placeholders.")
+    follow_ups: list[str] = Field(
+        default_factory=list, description="Up to three directions to research next."
+    )
+    summary: str = Field(default="", description="One or two sentences on what the passages showed.")
 
 
-research_agent = Agent(
-    deps_type=ResearchDeps,
-    output_type=ToolOutput(FinalReport, name="finalize_report", description="Submit the finished report."),
+researcher_agent = Agent(
+    deps_type=ResearcherDeps,
+    output_type=ToolOutput(DirectionNotes, name="finish_direction", description="Finish this direction."),
     name="deepcite-researcher",
     retries=2,
 )
 
 
-@research_agent.instructions
-async def _instructions(ctx: RunContext[ResearchDeps]) -> str:
-    return RESEARCH_INSTRUCTIONS.format(breadth=ctx.deps.breadth)
+@researcher_agent.instructions
+def _instructions(ctx: RunContext[ResearcherDeps]) -> str:
+    return RESEARCHER_INSTRUCTIONS.format(findings=ctx.deps.findings_limit)
 
 
 # --- Read-only retrieval tools --------------------------------------------------------------
-@research_agent.tool
+@researcher_agent.tool
 async def search_passages(
-    ctx: RunContext[ResearchDeps],
+    ctx: RunContext[ResearcherDeps],
     query: str,
     mode: Literal["hybrid", "lexical", "dense"] = "hybrid",
     top_k: int | None = None,
@@ -65,261 +111,194 @@ async def search_passages(
     """Search the corpus. Returns passages (id, document, page, heading, text), best first."""
     try:
         return {"results": await ctx.deps.store.search(query=query, mode=mode, top_k=top_k)}
-    except ApplicationError as exc:
-        return _error(exc)
+    except (ApplicationError, BudgetExhausted) as exc:
+        return tool_error(exc)
 
 
-@research_agent.tool
-async def exact_search(ctx: RunContext[ResearchDeps], phrase: str) -> dict[str, Any] | str:
+@researcher_agent.tool
+async def exact_search(ctx: RunContext[ResearcherDeps], phrase: str) -> dict[str, Any] | str:
     """Passages that contain this exact phrase (case, spacing and quote style ignored)."""
     try:
         return {"results": await ctx.deps.store.exact_search(phrase=phrase)}
-    except ApplicationError as exc:
-        return _error(exc)
+    except (ApplicationError, BudgetExhausted) as exc:
+        return tool_error(exc)
 
 
-@research_agent.tool
+@researcher_agent.tool
 async def read_context(
-    ctx: RunContext[ResearchDeps], passage_id: int, before: int = 1, after: int = 1
+    ctx: RunContext[ResearcherDeps], passage_id: int, before: int = 1, after: int = 1
 ) -> dict[str, Any] | str:
     """The passage and its neighbours in document order (up to 10 each side)."""
     try:
         return {
             "results": await ctx.deps.store.read_context(passage_id=passage_id, before=before, after=after)
         }
-    except ApplicationError as exc:
-        return _error(exc)
+    except (ApplicationError, BudgetExhausted) as exc:
+        return tool_error(exc)
 
 
-@research_agent.tool
-async def list_documents(ctx: RunContext[ResearchDeps]) -> dict[str, Any] | str:
+@researcher_agent.tool
+async def list_documents(ctx: RunContext[ResearcherDeps]) -> dict[str, Any] | str:
     """The documents this run may search: id, title, source file, pages."""
-    return {"documents": await ctx.deps.store.list_documents()}
-
-
-# --- Scratchpad tools -----------------------------------------------------------------------
-@research_agent.tool
-async def record_plan(ctx: RunContext[ResearchDeps], questions: list[str]) -> str:
-    """Record the sub-questions this run will pursue."""
-    recorded = await ctx.deps.store.record_plan(questions=questions, breadth=ctx.deps.breadth)
-    return f"plan recorded: {len(recorded)} questions"
-
-
-@research_agent.tool
-async def record_finding(
-    ctx: RunContext[ResearchDeps], claim: str, quote: str, passage_ids: list[int], section: str | None = None
-) -> str:
-    """Record a finding: a claim, a quote copied exactly from one passage, and the ids of
-    passages returned by this run's searches. Errors say how to correct the finding."""
     try:
-        finding = await ctx.deps.store.record_finding(
-            claim=claim, quote=quote, passage_ids=passage_ids, section=section
+        return {"documents": await ctx.deps.store.list_documents()}
+    except BudgetExhausted as exc:
+        return tool_error(exc)
+
+
+@researcher_agent.tool
+async def term_frequencies(ctx: RunContext[ResearcherDeps], words: list[str]) -> dict[str, Any] | str:
+    """How many of the corpus's passages use each word (rare words name a subject)."""
+    try:
+        return await ctx.deps.store.term_frequencies(words=words)
+    except (ApplicationError, BudgetExhausted) as exc:
+        return tool_error(exc)
+
+
+@researcher_agent.tool
+async def record_finding(
+    ctx: RunContext[ResearcherDeps], claim: str, quote: str, passage_ids: list[int]
+) -> str:
+    """Record a finding: a claim stating only what the quote says, a quote copied exactly from
+    one passage, and the ids of passages this run's searches returned. Errors say how to
+    correct the finding."""
+    deps = ctx.deps
+    direction = deps.direction
+    try:
+        finding = await deps.store.record_finding(
+            FindingInput(
+                claim=claim,
+                quote=quote,
+                passage_ids=passage_ids,
+                section=direction.question,
+                question=direction.plan_index,
+                origin=direction.origin,
+            )
         )
-    except ApplicationError as exc:
-        return _error(exc)
+    except (ApplicationError, BudgetExhausted) as exc:
+        return tool_error(exc)
+    deps.recorded.append(finding)
     return f"recorded finding {finding['id']} (passage {finding['passage_id']})"
 
 
-def _error(exc: ApplicationError) -> str:
-    return f"error[{exc.code}]: {exc.message}"
+def tool_error(exc: Exception) -> str:
+    if isinstance(exc, BudgetExhausted):
+        return f"error[budget_exhausted]: {exc}; finish with what you have"
+    return f"error[{getattr(exc, 'code', 'error')}]: {getattr(exc, 'message', exc)}"
 
 
-@dataclass(frozen=True)
-class EngineProfile:
-    """How hard the offline mind works at a depth: whether every sub-question gets a second,
-    keyword search (or only those whose first search found nothing quotable), how many top
-    passages it reads around, and how many findings it records per sub-question."""
-
-    keyword_search_always: bool
-    context_reads: int
-    findings_per_question: int
+def direction_prompt_data(direction: Direction, *, swept: bool = False) -> dict[str, Any]:
+    """The direction, its queries, and whether a sweep will read every document for it (then
+    the strongest finding of each document is enough: the sweep covers the rest)."""
+    return {"direction": direction.question, "queries": list(direction.queries), "one_per_document": swept}
 
 
-PROFILES = {
-    "shallow": EngineProfile(keyword_search_always=False, context_reads=0, findings_per_question=2),
-    "standard": EngineProfile(keyword_search_always=True, context_reads=0, findings_per_question=3),
-    "deep": EngineProfile(keyword_search_always=True, context_reads=2, findings_per_question=5),
-}
+# --- The offline mind ----------------------------------------------------------------------------
+def offline_researcher(*, findings_limit: int, context_reads: int, search_top_k: int) -> FunctionModel:
+    """Searches each query (the first hybrid, the rest lexical), reads around the best passages,
+    records the sentences that best answer the direction (at most `findings_limit`, each sharing
+    at least MIN_COVERAGE of its words), then names follow-ups from what it read."""
 
-
-# --- The offline mind -----------------------------------------------------------------------------
-@dataclass
-class _History:
-    """What the run has done so far, read back from the messages."""
-
-    prompt: str = ""
-    calls: dict[str, ToolCallPart] = field(default_factory=dict)
-    returns: dict[str, Any] = field(default_factory=dict)
-    responses: int = 0
-
-    @classmethod
-    def read(cls, messages: list[ModelMessage]) -> "_History":
-        history = cls()
-        for message in messages:
-            if isinstance(message, ModelResponse):
-                history.responses += 1
-                for part in message.parts:
-                    if isinstance(part, ToolCallPart):
-                        history.calls[part.tool_call_id] = part
-            elif isinstance(message, ModelRequest):
-                for part in message.parts:
-                    if (
-                        isinstance(part, UserPromptPart)
-                        and not history.prompt
-                        and isinstance(part.content, str)
-                    ):
-                        history.prompt = unwrap(part.content, RESEARCH_PROMPT_TAG) or part.content
-                    elif isinstance(part, ToolReturnPart):
-                        history.returns[part.tool_call_id] = part.content
-        return history
-
-    def results_for(self, question_index: int) -> list[dict[str, Any]]:
-        """Search results of every search made for one sub-question, best first, no repeats."""
-        seen: set[int] = set()
-        merged: list[dict[str, Any]] = []
-        prefix = f"q{question_index}-"
-        for call_id, content in self.returns.items():
-            if not call_id.startswith(prefix) or not isinstance(content, dict):
-                continue
-            for result in content.get("results", []):
-                if result["passage_id"] not in seen:
-                    seen.add(result["passage_id"])
-                    merged.append(result)
-        return merged
-
-    def has_calls(self, prefix: str) -> bool:
-        return any(call_id.startswith(prefix) for call_id in self.calls)
-
-
-class OfflineResearcher:
-    """The FunctionModel's function. `breadth` caps the sub-questions (the depth preset's)."""
-
-    def __init__(self, *, breadth: int, search_top_k: int, profile: EngineProfile) -> None:
-        self.breadth = breadth
-        self.search_top_k = search_top_k
-        self.profile = profile
-
-    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
-        history = _History.read(messages)
-        questions = plan_questions(history.prompt, self.breadth)
-        if not history.has_calls("plan"):
-            return self._plan_and_search(questions)
-        if not history.has_calls("round2") and not history.has_calls("finding"):
-            follow_ups = self._follow_ups(questions, history)
-            if follow_ups:
-                return ModelResponse(parts=follow_ups, model_name=OFFLINE_MODEL_NAME)
-        if not history.has_calls("finding"):
-            findings = self._findings(questions, history)
-            if findings:
-                return ModelResponse(parts=findings, model_name=OFFLINE_MODEL_NAME)
-        return self._finalize(questions, history)
-
-    def _plan_and_search(self, questions: list[str]) -> ModelResponse:
-        parts = [ToolCallPart("record_plan", {"questions": questions}, tool_call_id="plan")]
-        parts += [
-            ToolCallPart(
-                "search_passages", {"query": q, "top_k": self.search_top_k}, tool_call_id=f"q{i}-search"
-            )
-            for i, q in enumerate(questions)
-        ]
-        return ModelResponse(parts=parts, model_name=OFFLINE_MODEL_NAME)
-
-    def _follow_ups(self, questions: list[str], history: _History) -> list[ToolCallPart]:
-        """Round two: a lexical search with the question's content words (always, or only where
-        the first search found no sentence worth quoting), and reads around the top passages."""
-        parts = []
-        for i, question in enumerate(questions):
-            first = history.results_for(i)
-            terms = keywords(question)
-            wanted = self.profile.keyword_search_always or not best_sentences(question, first, 1)
-            if wanted and terms and terms != question:
-                parts.append(
-                    ToolCallPart(
-                        "search_passages",
-                        {"query": terms, "mode": "lexical", "top_k": self.search_top_k},
-                        tool_call_id=f"q{i}-keywords",
-                    )
-                )
-            body = [r for r in first if not r.get("is_heading")][: self.profile.context_reads]
-            parts += [
+    def research(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        data = read_data(messages) or {}
+        question = str(data.get("direction", ""))
+        queries = [str(q) for q in data.get("queries") or [question]]
+        returns = tool_returns(messages)
+        results = _results(returns)
+        if not returns:
+            calls = [
                 ToolCallPart(
-                    "read_context",
-                    {"passage_id": r["passage_id"], "before": 1, "after": 1},
-                    tool_call_id=f"q{i}-context-{r['passage_id']}",
+                    "search_passages",
+                    {"query": q, "mode": "hybrid" if i == 0 else "lexical", "top_k": search_top_k},
+                    tool_call_id=f"search-{i}",
                 )
-                for r in body
+                for i, q in enumerate(queries)
             ]
-        if parts:
-            parts.insert(0, ToolCallPart("list_documents", {}, tool_call_id="round2"))
-        return parts
-
-    def _findings(self, questions: list[str], history: _History) -> list[ToolCallPart]:
-        parts = []
-        recorded: set[tuple[int, str]] = set()
-        for i, question in enumerate(questions):
-            chosen = best_sentences(question, history.results_for(i), self.profile.findings_per_question)
-            for sentence in chosen:
-                key = (sentence.passage_id, sentence.text)
-                if key in recorded:
-                    continue
-                recorded.add(key)
-                parts.append(
-                    ToolCallPart(
-                        "record_finding",
-                        {
-                            "claim": " ".join(sentence.text.split()),
-                            "quote": sentence.text,
-                            "passage_ids": [sentence.passage_id],
-                            "section": question,
-                        },
-                        tool_call_id=f"finding-{i}-{sentence.passage_id}",
-                    )
+            return _respond(calls)
+        reads = [r for r in results if not r.get("is_heading")][:context_reads]
+        if reads and not any(k.startswith("context-") for k in returns):
+            calls = [
+                ToolCallPart("read_context", {"passage_id": r["passage_id"]}, tool_call_id=f"context-{i}")
+                for i, r in enumerate(reads)
+            ]
+            return _respond(calls)
+        if not any(k.startswith("finding-") for k in returns):
+            chosen = best_sentences(question, results, findings_limit * 3, min_coverage=MIN_COVERAGE)
+            if data.get("one_per_document"):
+                chosen = list({s.document_id: s for s in reversed(chosen)}.values())[::-1]
+            chosen = chosen[:findings_limit]
+            calls = [
+                ToolCallPart(
+                    "record_finding",
+                    {"claim": " ".join(s.text.split()), "quote": s.text, "passage_ids": [s.passage_id]},
+                    tool_call_id=f"finding-{i}",
                 )
-        return parts
+                for i, s in enumerate(chosen)
+            ]
+            if calls:
+                return _respond(calls)
+        if "words" not in returns:
+            words = candidate_terms(question, results)
+            if words:
+                return _respond([ToolCallPart("term_frequencies", {"words": words}, tool_call_id="words")])
+        recorded = [
+            text
+            for call_id, outcome in returns.items()
+            if call_id.startswith("finding-") and str(outcome).startswith("recorded finding")
+            for text in [_quote_of(messages, call_id)]
+            if text
+        ]
+        rarity = returns.get("words") if isinstance(returns.get("words"), dict) else None
+        notes = {"follow_ups": follow_ups(question, results, recorded, rarity), "summary": ""}
+        return _respond([ToolCallPart("finish_direction", notes, tool_call_id="finish")])
 
-    def _finalize(self, questions: list[str], history: _History) -> ModelResponse:
-        titles: dict[int, str] = {}
-        for content in history.returns.values():
-            if isinstance(content, dict):
-                for result in content.get("results", []):
-                    titles[result["document_id"]] = result.get("document_title", "")
-        findings = []
-        for call_id, call in history.calls.items():
-            outcome = history.returns.get(call_id)
-            # A duplicate was recorded by an earlier attempt of this run (resumed): it still counts.
-            recorded = str(outcome).startswith(("recorded finding", "error[finding_duplicate]"))
-            if call.tool_name != "record_finding" or not recorded:
-                continue
-            args = call.args_as_dict()
-            pid = args["passage_ids"][0]
-            document_id = next(
-                (
-                    r["document_id"]
-                    for i in range(len(questions))
-                    for r in history.results_for(i)
-                    if r["passage_id"] == pid
-                ),
-                0,
-            )
-            findings.append({**args, "passage_id": pid, "document_id": document_id})
-        markdown = compose_report(
-            title=_title(history.prompt),
-            questions=questions,
-            findings=findings,
-            document_titles=titles,
-            note=EXTRACTIVE_NOTE,
-        )
-        return ModelResponse(
-            parts=[ToolCallPart("finalize_report", {"markdown": markdown}, tool_call_id="finalize")],
-            model_name=OFFLINE_MODEL_NAME,
-        )
+    return FunctionModel(research, model_name=OFFLINE_RESEARCHER)
 
 
-def _title(prompt: str) -> str:
-    line = " ".join(prompt.split())
-    return line if len(line) <= 120 else line[:119] + "\u2026"
+def _respond(parts: list[ToolCallPart]) -> ModelResponse:
+    return ModelResponse(parts=parts, model_name=OFFLINE_RESEARCHER)
 
 
-def offline_model(*, breadth: int, search_top_k: int, depth: str) -> FunctionModel:
-    researcher = OfflineResearcher(breadth=breadth, search_top_k=search_top_k, profile=PROFILES[depth])
-    return FunctionModel(researcher, model_name=OFFLINE_MODEL_NAME)
+def _results(returns: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every passage the searches and reads returned, in the order they came, no repeats."""
+    seen: set[int] = set()
+    merged = []
+    for content in returns.values():
+        if not isinstance(content, dict):
+            continue
+        for result in content.get("results", []):
+            if result["passage_id"] not in seen:
+                seen.add(result["passage_id"])
+                merged.append(result)
+    return merged
+
+
+def _quote_of(messages: list[ModelMessage], call_id: str) -> str:
+    for message in messages:
+        if isinstance(message, ModelResponse):
+            for part in message.parts:
+                if isinstance(part, ToolCallPart) and part.tool_call_id == call_id:
+                    return str(part.args_as_dict().get("quote", ""))
+    return ""
+
+
+def follow_ups(
+    question: str, results: list[dict[str, Any]], quotes: list[str], rarity: dict[str, Any] | None
+) -> list[str]:
+    """Directions worth a level of their own: an exception the recorded quotes (or the best
+    passages) make to the rule, and rare terms the passages use that the question did not."""
+    subject = keywords(question)
+    if not subject:
+        return []
+    directions: list[str] = []
+    texts = quotes or [r.get("text", "") for r in results[:3]]
+    for text in texts:
+        for sentence in sentences(text):
+            if _EXCEPTION.search(sentence):
+                directions.append(f"exceptions to {subject}")
+                break
+        if directions:
+            break
+    for term in feedback_terms(question, results, rarity, limit=FOLLOW_UPS_MAX):
+        directions.append(f"{subject}: {term}")
+    return list(dict.fromkeys(directions))[:FOLLOW_UPS_MAX]

@@ -1,6 +1,7 @@
-"""The one entry point of a research run: QUEUED -> RUNNING, the roles under the run's budgets,
-then exactly one finalize. Cancel is checked between agent steps; a budget or the time limit running out
-salvages the findings into the report; any other error fails the report with its findings kept.
+"""The one entry point of a research run: QUEUED -> RUNNING, the orchestration of its roles
+(research.engine.orchestrator) under the run's budgets, then exactly one finalize. Cancel is
+checked between agent steps; a budget or the time limit running out salvages the findings into
+the report; any other error fails the report with its findings kept.
 
 A worker carries runs on the process's run loop (research.runloop); report_run drives one from
 a synchronous caller, its database work in that caller's thread and transaction."""
@@ -9,21 +10,21 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 from datetime import timedelta
+from decimal import Decimal
 from typing import Any
 
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.utils import timezone
-from pydantic_ai import UsageLimits
 from pydantic_ai.exceptions import UsageLimitExceeded
 
 from config.exceptions import ApplicationError
 from corpora.selectors import corpus_get_for_user
 from llms.errors import is_transient, retry_after
-from llms.providers import OFFLINE, ChosenModel, Engine, configured_model
-from research.constants import DEPTH_PRESETS, ERROR_MAX_CHARS
-from research.engine.prompts import research_user_prompt
-from research.engine.researcher import OFFLINE_MODEL_NAME, ResearchDeps, offline_model, research_agent
+from research.constants import BUDGET_STEPS, BUDGET_TIME, DEPTH_PRESETS, ERROR_MAX_CHARS
+from research.engine.budget import BudgetExhausted, RunBudget
+from research.engine.minds import Minds
+from research.engine.orchestrator import Orchestration, RunCancelled
 from research.engine.store import RunStore
 from research.models import ResearchReport
 from research.runloop import database, on_run_loop
@@ -47,6 +48,7 @@ class RunEnd:
     budget: str | None = None
     error: str | None = None
     usage: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
     # A provider or database failure worth retrying from the checkpoint.
     transient: BaseException | None = None
 
@@ -84,6 +86,7 @@ async def report_run_async(*, report_id: int) -> ResearchReport | None:
             error=end.error,
             usage=end.usage or None,
             lease_token=lease,
+            run_warnings=end.warnings,
         )
     except LeaseLost:
         return None
@@ -125,100 +128,96 @@ def report_salvage_on_timeout(*, report_id: int) -> ResearchReport:
 async def _drive(report: ResearchReport) -> RunEnd:
     preset = DEPTH_PRESETS[report.depth]
     corpus = await database(_corpus_for_creator, report)
-    chosen = _research_model(report.depth)
+    cost_limit = settings.RESEARCH_COST_LIMIT_USD
+    budget = RunBudget.resumed(
+        max_steps=report.max_steps,
+        max_tool_calls=report.max_tool_calls,
+        token_limit=report.token_limit,
+        cost_limit=Decimal(str(cost_limit)) if cost_limit else None,
+        earlier=report.model_usage,
+    )
+    minds = Minds.for_run(
+        override=report.model,
+        preset=preset,
+        breadth=report.breadth,
+        shared_client=on_run_loop(),
+    )
     store = RunStore(
         report_id=report.pk,
         corpus=corpus,
         search_top_k=preset.search_top_k,
+        budget=budget,
         document_ids=list(report.document_scope) or None,
         lease_token=report.lease_token,
         retrieved=set(report.retrieved_passage_ids),
+        findings=list(report.findings),
         # Read by the write that took the lease: the first step needs no query of its own.
         seen_status=report.status,
     )
-    deps = ResearchDeps(store=store, breadth=preset.breadth)
-    limits = UsageLimits(
-        request_limit=report.max_steps,
-        tool_calls_limit=report.max_tool_calls,
-        total_tokens_limit=report.token_limit,
-    )
-    prompt = research_user_prompt(
+    orchestration = Orchestration(
         title=report.title,
         prompt=report.prompt,
         rubric=report.rubric,
         depth=report.depth,
-        document_scope=list(report.document_scope),
-        checkpoint=_checkpoint(report),
+        preset=preset,
+        breadth=report.breadth,
+        store=store,
+        minds=minds,
+        state=dict(report.engine_state or {}),
+        plan=_plan(report.plan),
     )
     deadline = (report.started_at or timezone.now()) + timedelta(seconds=report.time_limit_seconds)
-    run = None
+    earlier_retries = int(report.model_usage.get("inline_retries", 0))
 
-    earlier = report.model_usage if report.model_usage.get("model") == chosen.name else {}
-
-    def usage() -> dict[str, Any]:
-        """This attempt's usage added to the earlier attempts' (a resumed run keeps counting)."""
-        counted = run.usage if run is not None else None
-        totals = {
-            key: int(earlier.get(key, 0)) + getattr(counted, key, 0)
-            for key in ("requests", "input_tokens", "output_tokens", "tool_calls")
+    def end(outcome: str, **fields: Any) -> RunEnd:
+        usage = {
+            "model": minds.lead,
+            "worker_model": minds.worker,
+            "engine": minds.engine,
+            **budget.usage(),
+            "inline_retries": earlier_retries + minds.inline_retries(),
         }
-        retried = int(earlier.get("inline_retries", 0)) + getattr(chosen.model, "retried", 0)
-        return {"model": chosen.name, "engine": chosen.engine, **totals, "inline_retries": retried}
+        return RunEnd(outcome, usage=usage, warnings=orchestration.warnings, **fields)
 
     try:
         async with asyncio.timeout((deadline - timezone.now()).total_seconds()):
-            async with research_agent.iter(prompt, deps=deps, model=chosen.model, usage_limits=limits) as run:
-                async for node in run:
-                    # Between steps: before each model request, never in the middle of a step.
-                    if not research_agent.is_model_request_node(node):
-                        continue
-                    store.usage = usage()  # written with the next step: a checkpoint of the spend
-                    if await store.cancel_pending():
-                        return RunEnd(Outcome.CANCELLED, usage=usage())
-                return RunEnd(Outcome.COMPLETED, draft=run.result.output.markdown, usage=usage())
-    except UsageLimitExceeded as exc:
-        return RunEnd(Outcome.SALVAGED, budget=_budget_name(exc), usage=usage())
+            draft = await orchestration.run()
+        return end(Outcome.COMPLETED, draft=draft)
+    except RunCancelled:
+        return end(Outcome.CANCELLED)
+    except BudgetExhausted as exc:
+        return end(Outcome.SALVAGED, budget=exc.budget)
+    except UsageLimitExceeded:  # one role's own request limit: the run's budget is not spent
+        return end(Outcome.SALVAGED, budget=BUDGET_STEPS)
     except TimeoutError:
-        return RunEnd(Outcome.SALVAGED, budget="time", usage=usage())
+        return end(Outcome.SALVAGED, budget=BUDGET_TIME)
     except ApplicationError as exc:
-        return RunEnd(Outcome.FAILED, error=f"{exc.code}: {exc.message}", usage=usage())
+        return end(Outcome.FAILED, error=f"{exc.code}: {exc.message}")
     except Exception as exc:
         if not is_transient(exc):
             raise
-        return RunEnd(Outcome.FAILED, error=_describe(exc), usage=usage(), transient=exc)
+        return end(Outcome.FAILED, error=_describe(exc), transient=exc)
     finally:
-        if chosen.aclose is not None:  # a client of this run's own, on the loop that used it
-            await chosen.aclose()
+        await minds.aclose()
 
 
-def _research_model(depth: str) -> ChosenModel:
-    """RESEARCH_MODEL's provider model, or the offline mind (the default when none is set)."""
-    spec = (settings.RESEARCH_MODEL or OFFLINE).strip()
-    if spec == OFFLINE:
-        preset = DEPTH_PRESETS[depth]
-        model = offline_model(breadth=preset.breadth, search_top_k=preset.search_top_k, depth=depth)
-        return ChosenModel(model, OFFLINE_MODEL_NAME, Engine.OFFLINE)
-    return configured_model(spec, shared_client=on_run_loop())
-
-
-def _checkpoint(report: ResearchReport) -> list[str]:
-    """What an earlier attempt left, for a resumed run: its plan and findings."""
-    lines = [f"Planned sub-question: {step['question']}" for step in report.plan if step.get("question")]
-    lines += [f"Recorded finding (passage {f['passage_id']}): {f['claim']}" for f in report.findings]
-    return lines
+def _plan(stored: list) -> list[dict[str, Any]]:
+    """The plan an earlier attempt recorded, in the shape the orchestration keeps it."""
+    return [
+        {
+            "question": step["question"],
+            "queries": list(step.get("queries") or [step["question"]]),
+            "sweep": bool(step.get("sweep")),
+        }
+        for step in stored
+        if isinstance(step, dict) and step.get("question")
+    ]
 
 
 def _corpus_for_creator(report: ResearchReport):
     # The creator's read permission is checked again when the run starts: access can be
     # revoked while a report waits in the queue.
     return corpus_get_for_user(user=report.creator, corpus_id=report.corpus_id)
-
-
-def _budget_name(exc: UsageLimitExceeded) -> str:
-    message = str(exc)
-    if "token" in message:
-        return "tokens"
-    return "steps"
 
 
 def _describe(exc: BaseException) -> str:

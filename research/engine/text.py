@@ -36,7 +36,6 @@ _SENTENCE_END = re.compile(
 )
 
 
-
 # --- Planning -------------------------------------------------------------------------------
 def plan_questions(prompt: str, breadth: int) -> list[str]:
     """Sub-questions from a request: its questions, lines and bullets, and the items of an
@@ -134,9 +133,14 @@ def _is_statement(sentence: str) -> bool:
     )
 
 
-def best_sentences(question: str, results: Sequence[dict[str, Any]], limit: int) -> list[Sentence]:
+def best_sentences(
+    question: str, results: Sequence[dict[str, Any]], limit: int, *, min_coverage: float = 0.0
+) -> list[Sentence]:
     """The sentences that share the most (and rarest) words with the question, at most one per
-    passage, from body passages only; a sentence sharing no content word is never chosen."""
+    passage, from body passages only; a sentence sharing no content word, or less than
+    `min_coverage` of the question's words weighted by their rarity, is never chosen. A
+    sentence is read with its section's heading ("Incident Response" says what the sentences
+    under it are about)."""
     terms = set(content_words(question))
     if not terms:
         return []
@@ -144,20 +148,24 @@ def best_sentences(question: str, results: Sequence[dict[str, Any]], limit: int)
     for rank, result in enumerate(results):
         if result.get("is_heading"):
             continue
+        section = set(content_words(str(result.get("heading") or "").rsplit(" > ", 1)[-1]))
         for sentence in sentences(result.get("text", "")):
-            candidates.append((rank, result, sentence, set(content_words(sentence))))
+            candidates.append((rank, result, sentence, set(content_words(sentence)) | section))
     if not candidates:
         return []
     # Rarer words among the candidates weigh more, as in BM25's IDF.
-    document_frequency = {t: sum(1 for c in candidates if t in c[3]) for t in terms}
     total = len(candidates)
+    idf = {t: math.log(1 + total / max(1, sum(1 for c in candidates if t in c[3]))) for t in terms}
+    whole = sum(idf.values())
     chosen: dict[int, Sentence] = {}
     scored = []
     for rank, result, sentence, vocabulary in candidates:
         matched = terms & vocabulary
         if not matched:
             continue
-        weight = sum(math.log(1 + total / document_frequency[t]) for t in matched)
+        weight = sum(idf[t] for t in matched)
+        if weight / whole < min_coverage:
+            continue
         coverage = len(matched) / len(terms)
         score = weight * (0.5 + coverage) / (1 + 0.15 * rank)
         scored.append((score, rank, result, sentence))

@@ -113,10 +113,14 @@ def test_b_cannot_start_research_on_a_s_corpus(other_gql, corpus):
     _, theirs = other_gql(query, {"c": gid("Corpus", corpus.pk)})
     _, missing = other_gql(query, {"c": gid("Corpus", MISSING)})
     # then the answers are identical
-    assert theirs["data"]["startResearchReport"] == missing["data"]["startResearchReport"] == {
-        "errors": [{"field": "corpusId", "message": "corpus not found", "code": "corpus_not_found"}],
-        "report": None,
-    }
+    assert (
+        theirs["data"]["startResearchReport"]
+        == missing["data"]["startResearchReport"]
+        == {
+            "errors": [{"field": "corpusId", "message": "corpus not found", "code": "corpus_not_found"}],
+            "report": None,
+        }
+    )
     assert ResearchReport.objects.count() == 0
 
 

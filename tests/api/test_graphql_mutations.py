@@ -8,6 +8,7 @@ from accounts.models import ApiToken
 from conversations.models import ChatMessage, Conversation, MessageRole
 from corpora.services import corpus_create
 from notifications.models import Notification
+from research.constants import DEPTH_PRESETS, MAX_STEPS_CEILING
 from research.engine.run import report_run
 from research.models import ReportStatus, ResearchReport
 from research.services import report_mark_running, report_start
@@ -88,11 +89,14 @@ def test_start_defaults_title_depth_and_steps(gql, corpus):
     payload = start(gql, gid("Corpus", corpus.pk), prompt="Termination for convenience\nand notice")
     assert payload["report"]["title"] == "Termination for convenience"
     assert payload["report"]["depth"] == "STANDARD"
-    assert payload["report"]["progress"] == {"maxSteps": 50}
+    assert payload["report"]["progress"] == {"maxSteps": DEPTH_PRESETS["standard"].max_steps}
 
 
-@pytest.mark.parametrize(("max_steps", "stored"), [(-5, 1), (0, 1), (10**6, 500), (2**31 - 1, 500)])
-def test_max_steps_is_clamped_to_1_to_500(gql, corpus, max_steps, stored):
+@pytest.mark.parametrize(
+    ("max_steps", "stored"),
+    [(-5, 1), (0, 1), (10**6, MAX_STEPS_CEILING), (2**31 - 1, MAX_STEPS_CEILING)],
+)
+def test_max_steps_is_clamped_to_the_ceiling(gql, corpus, max_steps, stored):
     payload = start(gql, gid("Corpus", corpus.pk), m=max_steps)
     assert payload["report"]["progress"] == {"maxSteps": stored}
 
@@ -483,4 +487,52 @@ def test_nul_characters_are_refused_with_a_code_not_a_500(gql, corpus):
     assert status == 200
     assert body["errors"][0]["extensions"]["code"] == "invalid_input"
     assert body["data"] == {"researchReportBySlug": None}
+    assert ResearchReport.objects.count() == 0
+
+
+START_OVERRIDES = """mutation($c: ID!, $p: String!, $b: Int, $time: Int, $model: String) {
+    startResearchReport(corpusId: $c, prompt: $p, breadth: $b, timeLimitSeconds: $time, model: $model) {
+        errors { field message code }
+        report { breadth timeLimitSeconds model strategy progress { phase } }
+    }
+}"""
+
+
+def test_start_takes_per_request_breadth_time_limit_and_model(gql, corpus, settings):
+    settings.RESEARCH_ALLOWED_MODELS = ["openai:gpt-4o-mini"]
+    payload = gql.data(
+        START_OVERRIDES,
+        {"c": gid("Corpus", corpus.pk), "p": "liability", "b": 2, "time": 120, "model": "openai:gpt-4o-mini"},
+    )["startResearchReport"]
+    assert payload == {
+        "errors": [],
+        "report": {
+            "breadth": 2,
+            "timeLimitSeconds": 120,
+            "model": "openai:gpt-4o-mini",
+            "strategy": None,
+            "progress": {"phase": None},
+        },
+    }
+
+
+@pytest.mark.parametrize(
+    ("variables", "expected"),
+    [
+        ({"b": 0}, error("breadth", "breadth is a whole number from 1 to 12", "breadth_invalid")),
+        ({"time": 1}, error("timeLimitSeconds", "a time limit is 30 to 1800 seconds", "time_limit_invalid")),
+        (
+            {"model": "anthropic:claude-opus-4"},
+            error(
+                "model",
+                "model 'anthropic:claude-opus-4' is not offered here; use one of: offline",
+                "model_not_allowed",
+            ),
+        ),
+    ],
+    ids=["breadth-0", "time-1", "model-not-offered"],
+)
+def test_start_refuses_overrides_out_of_bounds(gql, corpus, variables, expected):
+    payload = gql.data(START_OVERRIDES, {"c": gid("Corpus", corpus.pk), "p": "liability", **variables})
+    assert payload["startResearchReport"] == {"errors": expected, "report": None}
     assert ResearchReport.objects.count() == 0

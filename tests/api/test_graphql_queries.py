@@ -15,6 +15,7 @@ from corpora.models import Document, Passage
 from corpora.services import corpus_create
 from notifications.models import Notification
 from notifications.services import notifications_mark_read
+from research.constants import DEPTH_PRESETS
 from research.models import ReportStatus, ResearchReport
 from research.services import report_start
 from tests.api.conftest import GraphQL, gid, without_locations
@@ -22,12 +23,16 @@ from tests.api.conftest import GraphQL, gid, without_locations
 REPORT_FIELDS = """
     id title slug prompt status depth url content error warnings modelUsage toolCallLog durationSeconds
     retryCount cancelRequested startedAt completedAt
-    progress { stepCount toolCallCount findingsCount sourcesCount maxSteps lastProgressAt }
+    strategy breadth timeLimitSeconds plan
+    progress {
+        stepCount toolCallCount findingsCount sourcesCount maxSteps lastProgressAt
+        phase level levels documentsSwept documentsTotal direction modelRequests
+    }
     citations {
         footnote passageId documentId documentTitle sourceName page quote start end
         passage { id text start end document { title } }
     }
-    findings { claim quote passageId section }
+    findings { findingId claim quote passageId documentId section position origin }
     corpus { id name }
 """
 REPORT_BY_ID = "query($id: ID!) { researchReport(id: $id) { " + REPORT_FIELDS + " } }"
@@ -214,14 +219,23 @@ def test_a_completed_report_exposes_status_progress_content_citations_and_run_re
     assert data["status"] == "COMPLETED"
     assert data["depth"] == "STANDARD"
     assert data["url"] == f"/reports/{report.slug}/"
-    assert data["content"] == report.content and "## Findings" in data["content"]
+    assert data["content"] == report.content and "## Summary" in data["content"]
+    assert data["strategy"] == "DEEP" and data["breadth"] == 5
+    assert data["plan"] == report.plan and len(data["plan"]) == 2
     assert data["progress"] == {
         "stepCount": report.step_count,
         "toolCallCount": report.tool_call_count,
         "findingsCount": len(report.findings),
         "sourcesCount": len(report.citations),
-        "maxSteps": 50,
+        "maxSteps": DEPTH_PRESETS["standard"].max_steps,
         "lastProgressAt": report.last_progress_at.isoformat(),
+        "phase": "completed",
+        "level": report.progress.get("level"),
+        "levels": report.progress.get("levels"),
+        "documentsSwept": None,
+        "documentsTotal": None,
+        "direction": report.progress.get("direction"),
+        "modelRequests": report.model_usage["requests"],
     }
     assert data["progress"]["stepCount"] > 0 and data["progress"]["findingsCount"] >= 2
     assert len(data["citations"]) == len(report.citations) > 0
@@ -243,9 +257,11 @@ def test_a_completed_report_exposes_status_progress_content_citations_and_run_re
         )
     assert data["warnings"] == report.warnings
     assert data["modelUsage"] == report.model_usage and data["modelUsage"]["engine"] == "offline-extractive"
-    assert data["toolCallLog"] == report.tool_call_log and data["toolCallLog"][0]["tool"] == "record_plan"
+    assert data["toolCallLog"] == report.tool_call_log and data["toolCallLog"][0]["tool"] == "search_passages"
     assert data["durationSeconds"] == round((report.completed_at - report.started_at).total_seconds(), 3)
     assert [f["claim"] for f in data["findings"]] == [f["claim"] for f in report.findings]
+    assert [f["findingId"] for f in data["findings"]] == list(range(1, len(report.findings) + 1))
+    assert {f["origin"] for f in data["findings"]} <= {"researcher", "follow-up", "gap"}
     assert data["corpus"] == {"id": gid("Corpus", report.corpus_id), "name": "Contracts"}
 
 
@@ -269,7 +285,15 @@ def test_a_queued_report_has_no_duration_content_or_citations(gql, user, corpus)
         "sourcesCount": 0,
         "maxSteps": 7,
         "lastProgressAt": None,
+        "phase": None,
+        "level": None,
+        "levels": None,
+        "documentsSwept": None,
+        "documentsTotal": None,
+        "direction": None,
+        "modelRequests": None,
     }
+    assert (data["strategy"], data["plan"]) == (None, [])
 
 
 def test_report_missing_or_malformed_id(gql, user, corpus):

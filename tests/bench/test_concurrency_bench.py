@@ -58,7 +58,7 @@ def test_concurrency_bench_prints_one_json_object(tmp_path):
     assert result["benchmark"] == "concurrency"
     assert result["database"].startswith(connection.vendor if connection.vendor == "sqlite" else "postgresql")
     assert result["model_latency_seconds"] == 0.2
-    assert result["requests_per_run"] == 5
+    assert result["requests_per_run"] == 8
     assert result["met"] is None  # N = 100 was not measured
     assert result["method"]
     assert set(result["machine"]) >= {"cpu_count", "platform", "python"}
@@ -67,8 +67,8 @@ def test_concurrency_bench_prints_one_json_object(tmp_path):
     assert run["n"] == 2
     assert run["completed"] == 2
     assert run["statuses"] == {"COMPLETED": 2}
-    assert run["model_requests"] == 10
-    assert run["ideal_runs_per_second"] == 2.0
+    assert run["model_requests"] == 16
+    assert run["ideal_runs_per_second"] == 1.25  # 2 runs of 8 requests of 0.2 s
     assert run["rss_idle_mb"] > 0
     assert 0 < run["cpu_bound_ratio_ceiling"] <= 1
     if connection.vendor == "postgresql":

@@ -26,7 +26,7 @@ def test_concurrency_layers_bench_prints_one_json_object(tmp_path):
     )
 
     assert result["benchmark"] == "concurrency_layers"
-    assert result["requests_per_run"] == 5
+    assert result["requests_per_run"] == 8
     assert [r["layer"] for r in result["results"]] == ["agent", "agent_http", "research"]
     for layer in result["results"]:
         assert layer["n"] == 2

@@ -22,7 +22,16 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 REPO = Path(__file__).resolve().parents[2]
 PROMPT = "What limits the liability of the supplier?\nWhen can the licence agreement be terminated?"
-REPORT_JSON_FIELDS = {"task_id", "status", "depth", "result", "duration_seconds", "retry_count", "citations"}
+REPORT_JSON_FIELDS = {
+    "task_id",
+    "status",
+    "depth",
+    "strategy",
+    "result",
+    "duration_seconds",
+    "retry_count",
+    "citations",
+}
 CITATION_FIELDS = {
     "footnote",
     "passage_id",

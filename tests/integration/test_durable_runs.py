@@ -16,7 +16,7 @@ from notifications.models import Notification
 from research.models import ReportStatus, ResearchReport
 from research.services import report_start, reports_reap_stalled
 from tasks.research import run_research
-from tests.chat_server import ChatServer, tool_results
+from tests.chat_server import ChatServer, RoleScript, role_of, tool_results
 from tests.factories import ingest_samples
 from tests.integration.workers import broker_for_this_process, start_worker, stop, wait_for, worker_env
 
@@ -29,11 +29,10 @@ RESPONSE_SECONDS = 0.3
 
 
 class SlowResearcher:
-    """A model that searches once, records FINDINGS findings one per request, then finalizes;
-    every answer takes RESPONSE_SECONDS, so a run lasts a few seconds."""
+    """A researcher that searches once, records FINDINGS findings one per request, then
+    finishes; every answer takes RESPONSE_SECONDS, so a run lasts a few seconds."""
 
     def __call__(self, body):
-        time.sleep(RESPONSE_SECONDS)
         results = tool_results(body)
         if not results:
             return {
@@ -55,7 +54,18 @@ class SlowResearcher:
                     ("record_finding", {"claim": f"Finding {done}", "quote": sentence, "passage_ids": [pid]})
                 ]
             }
-        return {"tool_calls": [("finalize_report", {"markdown": "# Report\n\nThe findings follow."})]}
+        return {"tool_calls": [("finish_direction", {"follow_ups": []})]}
+
+
+class SlowModel(RoleScript):
+    """Every role over HTTP, each answer RESPONSE_SECONDS late."""
+
+    def __init__(self) -> None:
+        super().__init__(SlowResearcher())
+
+    def __call__(self, body):
+        time.sleep(RESPONSE_SECONDS)
+        return super().__call__(body)
 
 
 def _services_or_skip() -> None:
@@ -71,7 +81,7 @@ def _services_or_skip() -> None:
 
 @pytest.fixture
 def model_server():
-    with ChatServer(SlowResearcher()) as server:
+    with ChatServer(SlowModel()) as server:
         yield server
 
 
@@ -113,7 +123,7 @@ def test_sigkill_mid_run_loses_no_finding(broker, model_server, user, corpus, se
     kill_after = random.Random(trial).randint(1, 3)
     first = start_worker(_env(broker, model_server))
     try:
-        report = report_start(user=user, corpus=corpus, prompt=f"liability, trial {trial}")
+        report = report_start(user=user, corpus=corpus, prompt=f"Research liability (trial {trial})")
         wait_for(
             lambda: len(_findings(report.pk)) >= kill_after, timeout=60, message=f"{kill_after} findings"
         )
@@ -135,7 +145,12 @@ def test_sigkill_mid_run_loses_no_finding(broker, model_server, user, corpus, se
     assert finished.retry_count == 1
     cited = {(c["passage_id"], c["quote"]) for c in finished.citations}
     assert set(before) <= cited, "a finding recorded before the kill is missing from the report"
+    assert [(f["passage_id"], f["quote"]) for f in finished.findings][: len(before)] == before
     assert Notification.objects.filter(report=finished).count() == 1
+    # the resumed run went on from its checkpoint: it did not plan again
+    roles = [role_of(r["body"]) for r in model_server.requests]
+    assert roles.count("planner") == 1
+    assert [e["tool"] for e in finished.tool_call_log].count("record_plan") == 1
 
 
 def test_a_redis_restart_mid_run_does_not_stop_the_run(model_server, user, corpus, settings, tmp_path):
@@ -161,7 +176,7 @@ def test_a_redis_restart_mid_run_does_not_stop_the_run(model_server, user, corpu
         worker = start_worker(_env(url, model_server))
         try:
             with broker_for_this_process(url):
-                report = report_start(user=user, corpus=corpus, prompt="liability")
+                report = report_start(user=user, corpus=corpus, prompt="Research liability")
             wait_for(lambda: len(_findings(report.pk)) >= 2, timeout=60, message="two findings")
             redis_server.terminate()
             redis_server.wait(timeout=10)
@@ -181,7 +196,7 @@ def test_a_task_delivered_twice_runs_and_finalizes_once(broker, model_server, us
     ingest_samples(corpus)
     worker = start_worker(_env(broker, model_server), pool="threads", concurrency=2)
     try:
-        report = report_start(user=user, corpus=corpus, prompt="liability")  # one delivery on commit
+        report = report_start(user=user, corpus=corpus, prompt="Research liability")  # one delivery
         run_research.delay(report.pk)  # and a duplicate, as a broker may send
         finished = wait_for(lambda: _terminal(report.pk), timeout=90, message="the run to end")
         time.sleep(1)  # let the duplicate finish too

@@ -2,7 +2,7 @@ import pytest
 
 from corpora.services import passage_embed_pending
 from llms.breaker import CircuitBreaker, breakers
-from research.engine.researcher import research_agent
+from research.engine.researcher import researcher_agent
 from research.engine.run import report_run
 from research.models import ResearchReport
 from tests.embedding_server import EmbeddingServer
@@ -34,29 +34,36 @@ def test_failures_spread_beyond_the_window_do_not_open_it():
     assert breaker.allow(now=400)
 
 
-def test_a_dead_embedding_endpoint_opens_the_circuit_and_the_model_is_told(report, settings):
-    seen = {}
+def test_a_dead_embedding_endpoint_opens_the_circuit_and_the_model_is_told(user, corpus, samples, settings):
+    from research.services import report_start
 
-    def dense_search_again_and_again(returns):
-        seen.update(returns)
-        index = len(returns)
-        if index < 7:
-            return [call("search_passages", f"s{index}", query="liability", mode="dense")]
-        return [call("finalize_report", "final", markdown="# Nothing found")]
+    seen = {}
+    attempts = []
 
     with EmbeddingServer() as server:
+
+        def dense_search_again_and_again(returns):
+            seen.update(returns)
+            attempts.append(len(server.requests))  # the endpoint's requests before this step
+            index = len(returns)
+            if index < 7:
+                return [call("search_passages", f"s{index}", query="liability", mode="dense")]
+            return [call("finish_direction", "done", follow_ups=[])]
+
         settings.EMBEDDING_BACKEND = "openai"
         settings.EMBEDDING_URL = server.url
-        assert passage_embed_pending(corpus=report.corpus) > 0  # the passages have vectors
+        assert passage_embed_pending(corpus=corpus) > 0  # the passages have vectors
         server.fail_with = 503  # then the endpoint goes down: query embeddings fail
-        server.requests.clear()
-        with research_agent.override(model=scripted(dense_search_again_and_again)):
+        report = report_start(user=user, corpus=corpus, prompt="liability")
+        with researcher_agent.override(model=scripted(dense_search_again_and_again)):
             report_run(report_id=report.pk)
-        attempts = len(server.requests)
 
     outcomes = [seen[f"s{i}"] for i in range(7)]
     assert all(o.startswith("error[embedding_unavailable]") for o in outcomes[:5])
     assert all(o.startswith("error[circuit_open]") for o in outcomes[5:])
-    assert attempts == 5  # the endpoint was left alone once the circuit opened
-    log = ResearchReport.objects.get(pk=report.pk).tool_call_log
+    # the endpoint was left alone once the circuit opened: no request during the last two searches
+    assert attempts[4] < attempts[5] == attempts[6] == attempts[7]
+    log = [
+        e for e in ResearchReport.objects.get(pk=report.pk).tool_call_log if "mode='dense'" in e["arguments"]
+    ]
     assert [e["outcome"] for e in log[-2:]] == ["error: circuit_open", "error: circuit_open"]

@@ -715,3 +715,93 @@ def test_property_rendered_reports_keep_the_citation_graph_closed(draft):
     assert not re.search(r"^\s{0,3}\[\^[^\]\n]*\]:", body, re.MULTILINE)
     assert not re.search(r"!\[[^\]\n]*\]\([^)\n]*\)", content)
     assert not re.search(r"</?a\b[^>]*>", body, re.IGNORECASE)
+
+
+# --- Citing findings ------------------------------------------------------------------------
+FINDINGS = [
+    {"id": 1, "passage_id": 12, "quote": "The supplier shall not be liable for any indirect damages."},
+    {"id": 2, "passage_id": 12, "quote": "This limit survives termination."},
+    {"id": 3, "passage_id": 13, "quote": TERMINATION},
+]
+
+
+def test_a_cited_finding_gets_the_footnote_of_its_own_quote():
+    # given two findings quoting different sentences of one passage, cited by two claims
+    draft = (
+        '<cite findings="2">The cap survives.</cite> <cite findings="1">Indirect damages are excluded.</cite>'
+    )
+    # when
+    report = _render(draft, findings=FINDINGS)
+    # then each footnote shows the quote of the finding behind its claim, not the passage's first
+    assert _body(report) == "The cap survives.[^1] Indirect damages are excluded.[^2]"
+    assert [(c["footnote"], c["quote"]) for c in report.citations] == [
+        (1, "This limit survives termination."),
+        (2, "The supplier shall not be liable for any indirect damages."),
+    ]
+    assert report.warnings == []
+
+
+def test_several_findings_on_one_claim_each_get_a_footnote_once():
+    report = _render(
+        '<cite findings="3, 1,3">Both.</cite> <cite findings="1">Again.</cite>', findings=FINDINGS
+    )
+    assert _body(report) == "Both.[^1][^2] Again.[^2]"
+    assert [c["passage_id"] for c in report.citations] == [13, 12]
+
+
+@pytest.mark.parametrize(
+    ("draft", "retrieved", "warning"),
+    [
+        ('<cite findings="9">Unknown.</cite>', ALL_IDS, "citation_unknown_finding:9"),
+        ('<cite findings="1">Not retrieved.</cite>', ALL_IDS - {12}, f"{WARNING_UNRETRIEVED_ID}:12"),
+        ('<cite findings="x1">Malformed.</cite>', ALL_IDS, f"{WARNING_CITE_MALFORMED}:x1"),
+    ],
+    ids=["unknown", "unretrieved", "malformed"],
+)
+def test_a_finding_that_cannot_be_cited_leaves_the_claim_without_a_footnote(draft, retrieved, warning):
+    report = _render(draft, retrieved=retrieved, findings=FINDINGS)
+    assert report.citations == []
+    assert "[^" not in _body(report)
+    assert warning in report.warnings
+    assert any(w.startswith(WARNING_UNCITED_CLAIM) for w in report.warnings)
+
+
+def test_with_findings_required_a_passage_no_finding_quotes_gets_no_footnote():
+    draft = '<cite ids="22">Notice is in writing.</cite> <cite ids="13">Thirty days.</cite>'
+    report = citations_render(
+        draft=draft, passages=PASSAGES, retrieved_ids=ALL_IDS, findings=FINDINGS, require_findings=True
+    )
+    assert _body(report) == "Notice is in writing. Thirty days.[^1]"
+    assert [c["passage_id"] for c in report.citations] == [13]
+    assert "citation_without_finding:22" in report.warnings
+
+
+@pytest.mark.parametrize(
+    ("draft", "body"),
+    [
+        (
+            '<cite findings="1">It says \u201cnot be liable for any indirect damages\u201d.</cite>',
+            "It says \u201cnot be liable for any indirect damages\u201d.[^1]",
+        ),
+        (
+            '<cite findings="1">It says "liable for all damages whatsoever".</cite>',
+            "It says [\u2026].[^1]",
+        ),
+        (
+            'Outside: "either party may terminate this agreement" holds.\n\n'
+            '<cite findings="3">Termination.</cite>',
+            "Outside: [\u2026] holds.\n\nTermination.[^1]",
+        ),
+        (
+            'Same paragraph: "Either party may terminate" <cite findings="3">on notice</cite>.',
+            'Same paragraph: "Either party may terminate" on notice[^1].',
+        ),
+        ('Two words "Confidential Information" stay.', 'Two words "Confidential Information" stay.'),
+    ],
+    ids=["verbatim-in-claim", "invented-in-claim", "other-paragraph", "same-paragraph", "short-term"],
+)
+def test_quotations_in_the_prose_must_be_verbatim_in_a_cited_passage(draft, body):
+    report = _render(draft, findings=FINDINGS)
+    assert _body(report) == body
+    removed = [w for w in report.warnings if w.startswith("quote_removed:")]
+    assert bool(removed) == ("[\u2026]" in body)

@@ -25,7 +25,7 @@ from research.services import (
     report_tool_call_record,
     reports_reap_stalled,
 )
-from tests.chat_server import ChatServer, tool_results
+from tests.chat_server import ChatServer, RoleScript, tool_results
 
 LIABILITY_SENTENCE = (
     "In no event shall either party be liable for any indirect, incidental or consequential damages."
@@ -117,8 +117,8 @@ def test_findings_the_draft_leaves_out_are_listed_and_cited(report):
 
 
 # --- Transient and permanent provider failures ----------------------------------------------
-class FlakyScript:
-    """Searches, records a finding, then answers 503 `failures` times before finalizing."""
+class FlakyResearcher:
+    """Searches, records a finding, then answers 503 `failures` times before finishing."""
 
     def __init__(self, failures: int) -> None:
         self.failures = failures
@@ -142,12 +142,11 @@ class FlakyScript:
         if self.failures > 0:
             self.failures -= 1
             return {"status": 503}
-        return {"tool_calls": [("finalize_report", {"markdown": "# Liability\n\nSee the findings."})]}
+        return {"tool_calls": [("finish_direction", {"follow_ups": []})]}
 
 
 def test_two_503s_are_retried_in_line_and_the_run_completes(report, settings, allow_local_model):
-    script = FlakyScript(failures=2)
-    with ChatServer(script) as server:
+    with ChatServer(RoleScript(FlakyResearcher(failures=2))) as server:
         settings.LLM_BASE_URL = server.url
         report_run(report_id=report.pk)
     stored = ResearchReport.objects.get(pk=report.pk)
@@ -160,8 +159,8 @@ def test_two_503s_are_retried_in_line_and_the_run_completes(report, settings, al
 def test_a_provider_down_longer_requeues_the_run_which_resumes_with_its_findings(
     report, settings, allow_local_model
 ):
-    script = FlakyScript(failures=4)  # 1 try + 2 in-line retries fail, then one more on resume
-    with ChatServer(script) as server:
+    # 1 try + 2 in-line retries fail, then one more on resume
+    with ChatServer(RoleScript(FlakyResearcher(failures=4))) as server:
         settings.LLM_BASE_URL = server.url
         report_run(report_id=report.pk)
         requeued = ResearchReport.objects.get(pk=report.pk)

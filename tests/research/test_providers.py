@@ -3,7 +3,8 @@ from pydantic_ai import models as pydantic_ai_models
 
 from research.engine.run import report_run
 from research.models import ReportStatus, ResearchReport
-from tests.chat_server import ChatServer, tool_results
+from research.services import report_start
+from tests.chat_server import ChatServer, RoleScript, role_of, tool_results, user_text
 
 LIABILITY_SENTENCE = (
     "In no event shall either party be liable for any indirect, incidental or consequential damages."
@@ -16,8 +17,8 @@ def allow_local_model(monkeypatch):
     monkeypatch.setattr(pydantic_ai_models, "ALLOW_MODEL_REQUESTS", True)
 
 
-def _researcher(body):
-    """A model that searches, records one finding from what it read, and finalizes."""
+def researcher(body):
+    """Searches, records one finding from what it read, and finishes its direction."""
     results = tool_results(body)
     if not results:
         return {"tool_calls": [("search_passages", {"query": "consequential damages", "mode": "lexical"})]}
@@ -29,48 +30,141 @@ def _researcher(body):
             "passage_ids": [hit["passage_id"]],
         }
         return {"tool_calls": [("record_finding", finding)]}
-    hit = results[0]["results"][0]["passage_id"]
-    draft = f'# Liability\n\n<cite ids="{hit}">Consequential damages are excluded.</cite>'
-    return {"tool_calls": [("finalize_report", {"markdown": draft})]}
+    return {"tool_calls": [("finish_direction", {"follow_ups": []})]}
 
 
-def test_an_openai_compatible_server_drives_a_run_over_http(report, settings, allow_local_model):
-    with ChatServer(_researcher) as server:
+def test_an_openai_compatible_server_plays_every_role_over_http(report, settings, allow_local_model):
+    # given a local OpenAI-compatible server scripted to play each role
+    script = RoleScript(researcher)
+    with ChatServer(script) as server:
         settings.RESEARCH_MODEL = "openai-compatible:local-model"
         settings.LLM_BASE_URL = server.url
         settings.LLM_API_KEY = "sk-local"
+        # when the run executes
         report_run(report_id=report.pk)
 
+    # then every role went over HTTP and the report cites the finding the researcher recorded
     stored = ResearchReport.objects.get(pk=report.pk)
     assert stored.status == ReportStatus.COMPLETED, stored.error
-    assert stored.content.startswith("# Liability\n\nConsequential damages are excluded.[^1]")
+    assert stored.content.startswith("# Report\n\n- Consequential damages are excluded.[^1]")
     assert stored.citations[0]["quote"] == LIABILITY_SENTENCE
-    assert stored.model_usage["engine"] == "llm"
-    assert stored.model_usage["model"] == "openai-compatible:local-model"
-    assert stored.model_usage["requests"] == 3
-    assert stored.model_usage["input_tokens"] == 300
-    assert len(server.requests) == 3
+    assert script.calls == {"planner": 1, "researcher": 3, "writer": 1, "critic": 1}
+    usage = stored.model_usage
+    assert usage["engine"] == "llm"
+    assert usage["model"] == usage["worker_model"] == "openai-compatible:local-model"
+    assert usage["requests"] == 6 == len(server.requests)
+    assert usage["input_tokens"] == 600 and usage["output_tokens"] == 120
+    assert usage["roles"]["researcher"] == {"requests": 3, "input_tokens": 300, "output_tokens": 60}
     first = server.requests[0]
     assert first["path"] == "/v1/chat/completions"
     assert first["auth"] == "Bearer sk-local"
     assert first["body"]["model"] == "local-model"
-    tool_names = {tool["function"]["name"] for tool in first["body"]["tools"]}
+    research = next(r["body"] for r in server.requests if role_of(r["body"]) == "researcher")
+    tool_names = {tool["function"]["name"] for tool in research["tools"]}
     assert tool_names == {
         "search_passages",
         "exact_search",
         "read_context",
         "list_documents",
-        "record_plan",
+        "term_frequencies",
         "record_finding",
-        "finalize_report",
+        "finish_direction",
     }
     # the ids the run acts on are not the model's to choose
-    for tool in first["body"]["tools"]:
-        assert "report_id" not in tool["function"]["parameters"].get("properties", {})
-        assert "corpus_id" not in tool["function"]["parameters"].get("properties", {})
-    # the user's request reaches the model fenced as untrusted data
-    user_text = next(m["content"] for m in first["body"]["messages"] if m["role"] == "user")
-    assert "<research_prompt>What limits the liability of the supplier?" in user_text
+    for request in server.requests:
+        for tool in request["body"]["tools"]:
+            properties = tool["function"]["parameters"].get("properties", {})
+            assert not {"report_id", "corpus_id", "question", "section"} & set(properties)
+    # the user's request reaches every role fenced as untrusted data
+    assert all(
+        "<research_prompt>What limits the liability of the supplier?" in user_text(r["body"])
+        for r in server.requests
+    )
+
+
+def test_researchers_and_the_judge_run_on_the_worker_model(
+    user, corpus, samples, settings, allow_local_model
+):
+    # given a lead model and a cheaper worker model, and a question about the collection
+    def judge(body):
+        return {"tool_calls": [("submit_verdicts", {"verdicts": []})]}
+
+    script = RoleScript(researcher, judge=judge)
+    with ChatServer(script) as server:
+        settings.RESEARCH_MODEL = "openai-compatible:lead"
+        settings.RESEARCH_WORKER_MODEL = "openai-compatible:worker"
+        settings.LLM_BASE_URL = server.url
+        report = report_start(user=user, corpus=corpus, prompt="Which of these agreements limit liability?")
+        report_run(report_id=report.pk)
+
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.status == ReportStatus.COMPLETED, stored.error
+    models = {}
+    for request in server.requests:
+        models.setdefault(role_of(request["body"]), set()).add(request["body"]["model"])
+    assert models == {
+        "planner": {"lead"},
+        "researcher": {"worker"},
+        "judge": {"worker"},
+        "writer": {"lead"},
+        "critic": {"lead"},
+    }
+    assert script.calls["judge"] == 2  # the two documents of the corpus, one judge each
+    assert stored.model_usage["worker_model"] == "openai-compatible:worker"
+
+
+def test_a_fallback_chain_moves_from_a_failing_endpoint_to_the_next(report, settings, allow_local_model):
+    # given a first endpoint that always answers 503 and a second that works
+    with ChatServer(lambda body: {"status": 503}) as down, ChatServer(RoleScript(researcher)) as up:
+        settings.RESEARCH_MODEL = f"openai-compatible:first@{down.url},openai-compatible:second@{up.url}"
+        report_run(report_id=report.pk)
+
+    # then every request was tried on the first, answered by the second, and the run completed
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.status == ReportStatus.COMPLETED, stored.error
+    assert len(up.requests) == 6
+    assert len(down.requests) >= 6
+    assert {r["body"]["model"] for r in up.requests} == {"second"}
+    assert stored.citations[0]["quote"] == LIABILITY_SENTENCE
+    assert stored.model_usage["inline_retries"] == 0
+
+
+def test_broken_tool_arguments_from_a_weak_model_are_corrected_not_fatal(report, settings, allow_local_model):
+    # given a researcher that first sends passage ids as text, then corrects itself
+    def sloppy(body):
+        results = tool_results(body)
+        if not results:
+            return {
+                "tool_calls": [("search_passages", {"query": "consequential damages", "mode": "lexical"})]
+            }
+        if len(results) == 1:
+            return {
+                "tool_calls": [
+                    ("record_finding", {"claim": "x", "quote": LIABILITY_SENTENCE, "passage_ids": "one"})
+                ]
+            }
+        if len(results) == 2:
+            hit = next(r for r in results[0]["results"] if "consequential" in r["text"])
+            finding = {"claim": "Excluded.", "quote": LIABILITY_SENTENCE, "passage_ids": [hit["passage_id"]]}
+            return {"tool_calls": [("record_finding", finding)]}
+        return {"tool_calls": [("finish_direction", {"follow_ups": []})]}
+
+    with ChatServer(RoleScript(sloppy)) as server:
+        settings.RESEARCH_MODEL = "openai-compatible:weak"
+        settings.LLM_BASE_URL = server.url
+        report_run(report_id=report.pk)
+
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.status == ReportStatus.COMPLETED, stored.error
+    assert [f["claim"] for f in stored.findings] == ["Excluded."]
+    # the model was told precisely what was wrong with its arguments
+    retry = next(
+        m["content"]
+        for r in server.requests
+        for m in r["body"]["messages"]
+        if m["role"] == "tool" and "passage_ids" in str(m.get("content"))
+    )
+    assert "passage_ids" in retry and "list" in retry.lower()
 
 
 def test_a_misconfigured_model_fails_the_run_with_a_clear_error(report, settings):
@@ -78,4 +172,4 @@ def test_a_misconfigured_model_fails_the_run_with_a_clear_error(report, settings
     report_run(report_id=report.pk)
     stored = ResearchReport.objects.get(pk=report.pk)
     assert stored.status == ReportStatus.FAILED
-    assert "needs LLM_BASE_URL and a model name" in stored.error
+    assert stored.error.startswith("model_not_configured:")

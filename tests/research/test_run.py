@@ -1,3 +1,5 @@
+import asyncio
+
 import pytest
 from asgiref.sync import sync_to_async
 from django.urls import reverse
@@ -6,10 +8,15 @@ from conversations.models import MessageRole
 from conversations.services import chat_message_append, conversation_create
 from corpora.models import Passage
 from notifications.models import Notification, NotificationKind
-from research.engine.researcher import research_agent
+from research.constants import DEPTH_PRESETS
+from research.engine.critic import critic_agent
+from research.engine.judge import judge_agent
+from research.engine.researcher import researcher_agent
 from research.engine.run import report_run, report_salvage_on_timeout
+from research.engine.writer import writer_agent
 from research.models import ReportStatus, ResearchReport
 from research.services import report_cancel, report_mark_running, report_start
+from tests.factories import ingest_text
 from tests.research.checks import assert_closed_citation_graph
 from tests.research.scripts import call, first_result, scripted
 
@@ -18,43 +25,42 @@ LIABILITY_SENTENCE = (
 )
 
 
+def _tools(report: ResearchReport) -> list[str]:
+    return [entry["tool"] for entry in report.tool_call_log]
+
+
 # --- The offline engine ---------------------------------------------------------------------
-def test_offline_engine_researches_and_writes_a_cited_extractive_report(user, report):
-    # when the run executes with the default (offline) model
+def test_offline_engine_plans_researches_writes_and_reviews_a_cited_report(user, report):
+    # when the run executes with the default (offline) minds
     finished = report_run(report_id=report.pk)
-    # then
+    # then the request was split into its two questions, researched, written and reviewed
     stored = ResearchReport.objects.get(pk=report.pk)
     assert finished.status == stored.status == ReportStatus.COMPLETED
+    assert stored.strategy == "deep"
     assert [step["question"] for step in stored.plan] == [
         "What limits the liability of the supplier?",
         "When can the licence agreement be terminated?",
     ]
+    assert all(step["queries"][0] == step["question"] for step in stored.plan)
     assert len(stored.findings) >= 2
-    assert stored.citations, stored.content
+    assert {f["question"] for f in stored.findings} == {0, 1}
     assert_closed_citation_graph(stored)
     quotes = " ".join(c["quote"] for c in stored.citations)
     assert "liability of the Supplier" in quotes
     assert "terminate this Agreement" in quotes
-    assert "## Summary" in stored.content and "## Findings" in stored.content
-    assert stored.model_usage["engine"] == "offline-extractive"
-    assert stored.model_usage["requests"] >= 3
-    tools = [entry["tool"] for entry in stored.tool_call_log]
-    assert tools[:3] == ["record_plan", "search_passages", "search_passages"]
-    assert "record_finding" in tools
-    assert all(
-        {"tool", "arguments", "duration_ms", "outcome"} <= set(entry) for entry in stored.tool_call_log
-    )
-    assert stored.step_count == len(stored.tool_call_log)
+    assert "## Summary" in stored.content and "## Detailed analysis" in stored.content
+    # every role played its part, each counted
+    usage = stored.model_usage
+    assert usage["engine"] == "offline-extractive"
+    assert set(usage["roles"]) == {"planner", "researcher", "writer", "critic"}
+    assert usage["requests"] == sum(role["requests"] for role in usage["roles"].values())
+    assert usage["tool_calls"] == stored.tool_call_count == len(stored.tool_call_log)
+    assert _tools(stored)[:2] == ["search_passages", "search_passages"]  # the planner reads first
+    assert "record_plan" in _tools(stored) and "record_finding" in _tools(stored)
+    assert stored.progress["phase"] == "completed"
+    assert 1 <= stored.engine_state["levels_done"] <= DEPTH_PRESETS["standard"].depth
     notification = Notification.objects.get(recipient=user)
     assert notification.kind == NotificationKind.RESEARCH_REPORT_COMPLETED
-    assert notification.data == {
-        "report_id": report.pk,
-        "slug": report.slug,
-        "corpus_id": report.corpus_id,
-        "corpus_name": "Contracts",
-        "title": report.title,
-        "status": "COMPLETED",
-    }
 
 
 def test_offline_engine_reports_gaps_for_questions_the_corpus_cannot_answer(user, corpus, samples):
@@ -70,6 +76,23 @@ def test_offline_engine_reports_gaps_for_questions_the_corpus_cannot_answer(user
     assert_closed_citation_graph(stored)
 
 
+def test_a_short_question_to_a_few_documents_takes_the_fast_path(user, corpus, samples):
+    # given a short single question with no collection or comparison words, two documents
+    report = report_start(user=user, corpus=corpus, prompt="What law governs the supply agreement?")
+    # when it runs
+    report_run(report_id=report.pk)
+    # then one researcher answers in one retrieval round, with numbered citations
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.status == ReportStatus.COMPLETED
+    assert stored.strategy == "fast"
+    assert set(stored.model_usage["roles"]) == {"researcher", "writer"}
+    searches = [e for e in stored.tool_call_log if e["tool"] == "search_passages"]
+    assert len(searches) == 2  # the question and its keywords, sent together
+    assert "## Answer" in stored.content
+    assert "Delaware" in " ".join(c["quote"] for c in stored.citations)
+    assert_closed_citation_graph(stored)
+
+
 def test_a_run_is_a_no_op_for_missing_or_finished_reports(report):
     assert report_run(report_id=987654) is None
     ResearchReport.objects.filter(pk=report.pk).update(status=ReportStatus.CANCELLED)
@@ -78,12 +101,19 @@ def test_a_run_is_a_no_op_for_missing_or_finished_reports(report):
 
 
 # --- A model that misbehaves ----------------------------------------------------------------
-def test_fabricated_ids_mangled_quotes_and_agent_sources_are_refused_or_removed(report):
-    unretrieved = Passage.objects.get(text__contains="Delaware").pk  # real, but never searched for
-    seen = {}
+def _search(returns):
+    return [call("search_passages", "s1", query="consequential damages", mode="lexical")]
 
-    def search(returns):
-        return [call("search_passages", "s1", query="consequential damages", mode="lexical")]
+
+def _finish(returns):
+    return [call("finish_direction", "done", follow_ups=[])]
+
+
+def test_fabricated_ids_mangled_quotes_and_agent_sources_are_refused_or_removed(user, corpus, samples):
+    ingest_text(corpus, "zebras.txt", "Zebras migrate across the savanna every year in large herds.\n")
+    unretrieved = Passage.objects.get(text__contains="Zebras").pk  # real, but never searched for
+    report = report_start(user=user, corpus=corpus, prompt="liability")
+    seen = {}
 
     def bad_findings(returns):
         hit = first_result(returns, "s1")
@@ -94,7 +124,7 @@ def test_fabricated_ids_mangled_quotes_and_agent_sources_are_refused_or_removed(
                 "f-unretrieved",
                 claim="x",
                 quote=LIABILITY_SENTENCE,
-                passage_ids=[hit["passage_id"] + 999],
+                passage_ids=[unretrieved],
             ),
             call(
                 "record_finding",
@@ -112,38 +142,53 @@ def test_fabricated_ids_mangled_quotes_and_agent_sources_are_refused_or_removed(
             ),
         ]
 
-    def finalize(returns):
+    def finish(returns):
         seen["returns"] = returns
+        return _finish(returns)
+
+    def write_unknown(returns):
+        return [call("submit_report", "draft-1", markdown='<cite findings="99">An invented finding.</cite>')]
+
+    def write(returns):
+        seen["writer_retry"] = returns["draft-1"]
         pid = seen["hit"]
         draft = (
             "# Liability\n\n"
-            f'<cite ids="{pid}">Consequential damages are excluded.</cite> '
-            f'<cite ids="{pid + 999},{pid}" quote="triple damages apply">Fabricated support.</cite> '
+            '<cite findings="1">Consequential damages are excluded.</cite> '
             f'<cite ids="{pid + 999}">Only an invented source.</cite> '
             f'<cite ids="{unretrieved}">Not retrieved in this run.</cite> '
+            f'<cite ids="{pid}">A passage with a finding.</cite>\n\n'
+            'The contract says "the buyer shall pay triple damages on demand" outright.\n\n'
             "See [the site](https://evil.example/x) and ![pixel](https://evil.example/p.png).\n\n"
             "## Sources\n\n1. Made-up Law Review, 2020\n"
         )
-        return [call("finalize_report", "final", markdown=draft)]
+        return [call("submit_report", "draft-2", markdown=draft)]
 
-    with research_agent.override(model=scripted(search, bad_findings, finalize)):
+    with (
+        researcher_agent.override(model=scripted(_search, bad_findings, finish)),
+        writer_agent.override(model=scripted(write_unknown, write)),
+    ):
         report_run(report_id=report.pk)
 
     stored = ResearchReport.objects.get(pk=report.pk)
     returns = seen["returns"]
+    # the writer was told that finding 99 does not exist, and wrote again
+    assert "findings [99] do not exist" in str(seen["writer_retry"])
     assert returns["f-unretrieved"].startswith("error[passage_not_retrieved]")
     assert returns["f-invented"].startswith("error[quote_not_verbatim]")
-    assert returns["f-good"].startswith("recorded finding 1")
+    assert returns["f-good"].startswith("recorded finding")
     assert stored.status == ReportStatus.COMPLETED
-    assert len(stored.findings) == 1
-    assert [c["passage_id"] for c in stored.citations] == [seen["hit"]]
-    assert stored.citations[0]["quote"] == LIABILITY_SENTENCE
+    assert [f["claim"] for f in stored.findings] == ["Consequential damages are excluded."]
+    assert {c["passage_id"] for c in stored.citations} == {seen["hit"]}
+    assert {c["quote"] for c in stored.citations} == {LIABILITY_SENTENCE}
     assert "Made-up Law Review" not in stored.content
     assert "evil.example" not in stored.content
+    assert "triple damages on demand" not in stored.content
     codes = {w.split(":")[0] for w in stored.warnings}
     assert {
+        "citation_unknown_passage",
         "citation_unretrieved",
-        "quote_not_verbatim",
+        "quote_removed",
         "agent_sources_removed",
         "link_removed",
         "claim_without_source",
@@ -151,12 +196,26 @@ def test_fabricated_ids_mangled_quotes_and_agent_sources_are_refused_or_removed(
     assert_closed_citation_graph(stored)
 
 
+def test_a_passage_cited_with_no_finding_behind_it_gets_no_footnote(report):
+    # a passage the planner's search retrieves, but no finding quotes
+    pid = Passage.objects.get(text__contains="Delaware").pk
+
+    def write(returns):
+        return [call("submit_report", "final", markdown=f'<cite ids="{pid}">Delaware law governs.</cite>')]
+
+    with researcher_agent.override(model=scripted(_finish)), writer_agent.override(model=scripted(write)):
+        report_run(report_id=report.pk)
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.citations == []
+    assert any(w.startswith("citation_without_finding:") for w in stored.warnings)
+
+
 def test_report_ids_come_from_the_run_not_the_model(report, user, corpus):
     # given another report of the same user, finished, which the model must not be able to touch
     ResearchReport.objects.filter(pk=report.pk).update(status=ReportStatus.COMPLETED)
-    other = report_start(user=user, corpus=corpus, prompt="second run")
+    other = report_start(user=user, corpus=corpus, prompt="What limits liability?\nWho may terminate?")
 
-    def finding_with_smuggled_id(returns):
+    def finding_with_smuggled_ids(returns):
         return [
             call(
                 "record_finding",
@@ -165,17 +224,42 @@ def test_report_ids_come_from_the_run_not_the_model(report, user, corpus):
                 quote=LIABILITY_SENTENCE,
                 passage_ids=[1],
                 report_id=report.pk,
+                question=7,
             )
         ]
 
-    def finalize(returns):
-        return [call("finalize_report", "final", markdown="done")]
-
-    with research_agent.override(model=scripted(finding_with_smuggled_id, finalize)):
+    with researcher_agent.override(model=scripted(finding_with_smuggled_ids, _finish)):
         report_run(report_id=other.pk)
-    # the tool has no report_id parameter: the extra argument is refused by validation
+    # the tool has no report_id or question parameter: the extra arguments are refused
     assert ResearchReport.objects.get(pk=report.pk).findings == []
     assert ResearchReport.objects.get(pk=other.pk).findings == []
+
+
+def test_broken_tool_arguments_get_a_precise_retry_not_a_crashed_run(report):
+    seen = {}
+
+    def sloppy(returns):
+        return [call("record_finding", "bad", claim="x", quote=LIABILITY_SENTENCE, passage_ids="not a list")]
+
+    def corrected(returns):
+        seen["retry"] = returns["bad"]
+        hit = first_result(returns, "s1")
+        return [
+            call(
+                "record_finding",
+                "good",
+                claim="Excluded.",
+                quote=LIABILITY_SENTENCE,
+                passage_ids=[hit["passage_id"]],
+            )
+        ]
+
+    with researcher_agent.override(model=scripted(_search, sloppy, corrected, _finish)):
+        report_run(report_id=report.pk)
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.status == ReportStatus.COMPLETED
+    assert "passage_ids" in str(seen["retry"])
+    assert {f["claim"] for f in stored.findings} == {"Excluded."}
 
 
 # --- Cancel, budgets, time and failures -----------------------------------------------------
@@ -196,60 +280,73 @@ def _search_then_find(returns):
     return [call("search_passages", f"more-{len(returns)}", query="liability", mode="lexical")]
 
 
-def test_cancel_mid_run_stops_at_the_next_step_and_keeps_findings(user, report):
+def test_cancel_mid_run_stops_at_the_next_step_and_keeps_findings(user, corpus, samples):
+    report = report_start(user=user, corpus=corpus, prompt="liability")
+
     async def cancel_at_third_request(index):
         if index == 3:
             await sync_to_async(report_cancel, thread_sensitive=True)(user=user, report_id=report.pk)
 
-    with research_agent.override(model=scripted(_search_then_find, after=cancel_at_third_request)):
+    with researcher_agent.override(model=scripted(_search_then_find, after=cancel_at_third_request)):
         report_run(report_id=report.pk)
 
     stored = ResearchReport.objects.get(pk=report.pk)
     assert stored.status == ReportStatus.CANCELLED
-    assert len(stored.findings) == 1
-    assert stored.step_count <= 4
+    assert [f["claim"] for f in stored.findings] == ["Damages excluded."]
+    assert stored.model_usage["roles"]["researcher"]["requests"] <= 4
     assert "Damages excluded.[^1]" in stored.content
     assert_closed_citation_graph(stored)
     assert Notification.objects.get(recipient=user).kind == NotificationKind.RESEARCH_REPORT_CANCELLED
 
 
-def test_a_cancel_seen_by_a_finding_step_stops_the_run_before_another_model_request(user, report):
-    # given a cancel requested while the model is choosing its second step, a finding
-    async def cancel_during_second_request(index):
-        if index == 1:
-            await sync_to_async(report_cancel, thread_sensitive=True)(user=user, report_id=report.pk)
-
-    # when the run goes on
-    with research_agent.override(model=scripted(_search_then_find, after=cancel_during_second_request)):
-        report_run(report_id=report.pk)
-
-    # then the finding is kept and the model is not asked again
-    stored = ResearchReport.objects.get(pk=report.pk)
-    assert stored.status == ReportStatus.CANCELLED
-    assert [f["claim"] for f in stored.findings] == ["Damages excluded."]
-    assert stored.model_usage["requests"] == 2
-    assert [entry["tool"] for entry in stored.tool_call_log] == ["search_passages", "record_finding"]
-
-
-def test_the_request_limit_salvages_the_findings_into_a_completed_report(user, corpus, samples):
-    report = report_start(user=user, corpus=corpus, prompt="liability", max_steps=4)
-    with research_agent.override(model=scripted(_search_then_find)):
+def test_the_step_budget_salvages_the_findings_into_a_completed_report(user, corpus, samples):
+    report = report_start(user=user, corpus=corpus, prompt="liability", max_steps=6)
+    with researcher_agent.override(model=scripted(_search_then_find)):
         report_run(report_id=report.pk)
     stored = ResearchReport.objects.get(pk=report.pk)
     assert stored.status == ReportStatus.COMPLETED
     assert "budget_exhausted:steps" in stored.warnings
-    assert stored.model_usage["requests"] == 4
+    assert stored.model_usage["requests"] == 6
     assert "Damages excluded.[^1]" in stored.content
     assert_closed_citation_graph(stored)
 
 
+def test_parallel_researchers_never_exceed_the_shared_budget(user, corpus, samples):
+    # given four sub-questions researched at once by researchers that would search forever
+    prompt = "Research liability, termination, governing law and insurance"
+    report = report_start(user=user, corpus=corpus, prompt=prompt, max_steps=23)
+    ResearchReport.objects.filter(pk=report.pk).update(max_tool_calls=40)
+
+    async def search_forever(messages, info):
+        await asyncio.sleep(0)  # let the other researchers take their turns
+        n = sum(1 for m in messages if type(m).__name__ == "ModelResponse")
+        return ModelResponse(parts=[call("search_passages", f"s{n}", query="agreement")])
+
+    from pydantic_ai.messages import ModelResponse
+    from pydantic_ai.models.function import FunctionModel
+
+    with researcher_agent.override(model=FunctionModel(search_forever)):
+        report_run(report_id=report.pk)
+
+    # then the run stopped exactly at its budget, which every researcher shared
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert len(stored.plan) == 4
+    usage = stored.model_usage
+    assert usage["requests"] == 23
+    assert usage["tool_calls"] <= 40
+    assert stored.tool_call_count <= 40
+    assert usage["roles"]["researcher"]["requests"] == 23 - usage["roles"]["planner"]["requests"]
+    assert stored.status == ReportStatus.FAILED
+    assert stored.warnings[-1].startswith("budget_exhausted:")
+
+
 def test_a_budget_with_no_findings_fails_with_a_clear_message(user, corpus, samples):
-    report = report_start(user=user, corpus=corpus, prompt="liability", max_steps=2)
+    report = report_start(user=user, corpus=corpus, prompt="liability", max_steps=3)
 
     def search_forever(returns):
         return [call("search_passages", f"s{len(returns)}", query="liability")]
 
-    with research_agent.override(model=scripted(search_forever)):
+    with researcher_agent.override(model=scripted(search_forever)):
         report_run(report_id=report.pk)
     stored = ResearchReport.objects.get(pk=report.pk)
     assert stored.status == ReportStatus.FAILED
@@ -259,25 +356,25 @@ def test_a_budget_with_no_findings_fails_with_a_clear_message(user, corpus, samp
 
 
 def test_the_token_limit_is_a_budget_too(user, corpus, samples, settings):
-    settings.RESEARCH_TOKEN_LIMIT = 60
+    settings.RESEARCH_TOKEN_LIMIT = 3000
     report = report_start(user=user, corpus=corpus, prompt="liability")
-    with research_agent.override(model=scripted(_search_then_find)):
+    with researcher_agent.override(model=scripted(_search_then_find)):
         report_run(report_id=report.pk)
     stored = ResearchReport.objects.get(pk=report.pk)
     assert "budget_exhausted:tokens" in stored.warnings
+    used = stored.model_usage["input_tokens"] + stored.model_usage["output_tokens"]
+    assert used <= 3000
 
 
-def test_the_time_limit_salvages_findings(user, corpus, samples, settings):
-    settings.RESEARCH_TIME_LIMIT_SECONDS = 1
-    report = report_start(user=user, corpus=corpus, prompt="liability")
+def test_the_time_limit_salvages_findings(user, corpus, samples):
+    report = report_start(user=user, corpus=corpus, prompt="liability", time_limit_seconds=30)
+    ResearchReport.objects.filter(pk=report.pk).update(time_limit_seconds=1)
 
     async def slow_after_the_finding(index):
         if index >= 2:
-            import asyncio
-
             await asyncio.sleep(0.4)
 
-    with research_agent.override(model=scripted(_search_then_find, after=slow_after_the_finding)):
+    with researcher_agent.override(model=scripted(_search_then_find, after=slow_after_the_finding)):
         report_run(report_id=report.pk)
     stored = ResearchReport.objects.get(pk=report.pk)
     assert stored.status == ReportStatus.COMPLETED
@@ -293,13 +390,15 @@ def test_the_workers_soft_time_limit_salvages_too(report):
     assert "budget_exhausted:time" in stored.warnings
 
 
-def test_an_unexpected_error_fails_the_report_and_keeps_its_findings(user, report):
+def test_an_unexpected_error_fails_the_report_and_keeps_its_findings(user, corpus, samples):
+    report = report_start(user=user, corpus=corpus, prompt="liability")
+
     def explode(returns):
         if "f1" in returns:
             raise RuntimeError("provider exploded " + "!" * 5000)
         return _search_then_find(returns)
 
-    with research_agent.override(model=scripted(explode)):
+    with researcher_agent.override(model=scripted(explode)):
         report_run(report_id=report.pk)
     stored = ResearchReport.objects.get(pk=report.pk)
     assert stored.status == ReportStatus.FAILED
@@ -321,6 +420,62 @@ def test_revoked_access_fails_the_run_before_any_retrieval(user, report):
     assert stored.retrieved_passage_ids == []
 
 
+# --- Critic and judge -------------------------------------------------------------------------
+def test_the_critic_loop_stops_at_the_presets_rubric_iterations(report):
+    # given a critic that is never satisfied and always names a gap
+    def never_satisfied(returns):
+        gap = {"direction": "governing law of Delaware", "question": 0, "reason": "missing"}
+        return [call("submit_critique", "c", satisfied=False, gaps=[gap])]
+
+    with critic_agent.override(model=scripted(never_satisfied)):
+        report_run(report_id=report.pk)
+
+    stored = ResearchReport.objects.get(pk=report.pk)
+    rounds = DEPTH_PRESETS["standard"].rubric_iterations
+    assert stored.status == ReportStatus.COMPLETED
+    assert stored.model_usage["roles"]["critic"]["requests"] == rounds
+    assert stored.engine_state["critic_rounds"] == rounds
+    assert stored.model_usage["roles"]["writer"]["requests"] >= 2  # rewritten after the gaps
+
+
+def test_a_judge_quote_that_is_not_verbatim_is_sent_back_and_corrected(user, corpus, samples):
+    # given a question about the collection and a judge whose first answer misquotes
+    report = report_start(user=user, corpus=corpus, prompt="Which of these agreements limit liability?")
+    answers = {}
+
+    def judge(messages, info):
+        from pydantic_ai.messages import ModelResponse
+
+        from research.engine.prompts import read_data, tool_returns
+
+        retried = bool(tool_returns(messages))  # the validator's correction came back
+        data = read_data(messages)
+        question = data["questions"][0]
+        passage = question["passages"][0]
+        quote = passage["text"][:60] if retried else "words that are not in the passage at all"
+        verdict = {
+            "question": 0,
+            "addresses": True,
+            "passage_id": passage["passage_id"],
+            "quote": quote,
+            "claim": "c",
+        }
+        answers.setdefault(data["document"]["document_id"], []).append(retried)
+        return ModelResponse(parts=[call("submit_verdicts", "v", verdicts=[verdict])])
+
+    from pydantic_ai.models.function import FunctionModel
+
+    with judge_agent.override(model=FunctionModel(judge)):
+        report_run(report_id=report.pk)
+
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.status == ReportStatus.COMPLETED
+    assert all(tries == [False, True] for tries in answers.values()), answers
+    swept = [f for f in stored.findings if f.get("origin") == "sweep"]
+    assert swept and all(f["quote"] in Passage.objects.get(pk=f["passage_id"]).text for f in swept)
+    assert_closed_citation_graph(stored)
+
+
 # --- Conversation, notification and the report page -----------------------------------------
 @pytest.mark.parametrize("ending", ["completed", "failed", "cancelled"])
 def test_every_terminal_state_notifies_and_posts_to_the_conversation(user, corpus, samples, client, ending):
@@ -334,7 +489,7 @@ def test_every_terminal_state_notifies_and_posts_to_the_conversation(user, corpu
     if ending == "cancelled":
         report_cancel(user=user, report_id=report.pk)
     elif ending == "failed":
-        with research_agent.override(model=scripted(lambda returns: 1 / 0)):
+        with researcher_agent.override(model=scripted(lambda returns: 1 / 0)):
             report_run(report_id=report.pk)
     else:
         report_run(report_id=report.pk)
@@ -355,22 +510,21 @@ def test_every_terminal_state_notifies_and_posts_to_the_conversation(user, corpu
 
 
 def test_the_report_page_is_creator_only_and_sanitized(user, other_user, report, client):
-    def search(returns):
-        return [call("search_passages", "s1", query="consequential damages", mode="lexical")]
-
     def find(returns):
         pid = first_result(returns, "s1")["passage_id"]
         return [call("record_finding", "f1", claim="c", quote=LIABILITY_SENTENCE, passage_ids=[pid])]
 
-    def finalize(returns):
-        pid = first_result(returns, "s1")["passage_id"]
+    def write(returns):
         draft = (
             "<script>alert(1)</script><img src=x onerror=alert(2)> "
-            f'<cite ids="{pid}">Claim <b onclick="x()">bold</b></cite>'
+            '<cite findings="1">Claim <b onclick="x()">bold</b></cite>'
         )
-        return [call("finalize_report", "final", markdown=draft)]
+        return [call("submit_report", "final", markdown=draft)]
 
-    with research_agent.override(model=scripted(search, find, finalize)):
+    with (
+        researcher_agent.override(model=scripted(_search, find, _finish)),
+        writer_agent.override(model=scripted(write)),
+    ):
         report_run(report_id=report.pk)
     url = reverse("research:report-detail", kwargs={"slug": report.slug})
 
@@ -382,3 +536,152 @@ def test_the_report_page_is_creator_only_and_sanitized(user, other_user, report,
     assert "<script>alert" not in html and "onerror" not in html and "onclick" not in html
     assert 'href="#source-1"' in html and 'id="source-1"' in html
     assert f"<mark>{LIABILITY_SENTENCE}</mark>" in html.replace("\n", " ")
+
+
+# --- Levels, the sweep and presets --------------------------------------------------------------
+def _contracts(corpus, count: int, *, insured: int) -> list[int]:
+    """`count` short agreements, the first `insured` of which require insurance."""
+    ids = []
+    for i in range(count):
+        lines = [f"Agreement {i} between Party A{i} and Party B{i}.", ""]
+        if i < insured:
+            lines.append(
+                f"The Supplier shall maintain commercial general liability insurance of at least {i + 1} "
+                "million dollars throughout the term of this agreement."
+            )
+        else:
+            lines.append(
+                f"Payment of invoices is due within {30 + i} days of the invoice date by wire transfer."
+            )
+        lines += ["", f"This agreement is governed by the laws of state number {i} and its courts."]
+        ids.append(ingest_text(corpus, f"agreement-{i:02d}.txt", "\n".join(lines) + "\n").document.pk)
+    return ids
+
+
+def test_a_question_about_the_collection_sweeps_every_candidate_document(user, corpus):
+    # given twelve agreements, five of which require insurance
+    documents = _contracts(corpus, 12, insured=5)
+    report = report_start(user=user, corpus=corpus, prompt="Which of these agreements require insurance?")
+    # when the run executes
+    report_run(report_id=report.pk)
+    # then each candidate was judged on its own and each insuring agreement found
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.status == ReportStatus.COMPLETED
+    assert stored.plan[0]["sweep"] is True
+    sweep = stored.engine_state["sweep"]["0"]
+    assert sorted(sweep["judged"]) == sorted(documents)
+    assert sorted(sweep["addressing"]) == sorted(documents[:5])
+    judged = [e for e in stored.tool_call_log if e["tool"] == "search_document"]
+    assert len(judged) == 12
+    cited = {c["document_id"] for c in stored.citations}
+    assert cited == set(documents[:5])
+    assert len([f for f in stored.findings if f["document_id"] in documents[:5]]) == 5  # one each
+    assert "5 of 12 documents examined address it" in stored.content
+    assert "| Document | Position | Evidence |" in stored.content
+    gaps = stored.content.split("## Gaps", 1)[1]
+    assert "7 of 12 documents examined do not address it" in gaps
+    assert stored.progress["documents_swept"] == stored.progress["documents_total"] == 12
+    assert_closed_citation_graph(stored)
+
+
+def test_the_sweep_stops_at_the_presets_document_cap(user, corpus):
+    # given more agreements than a shallow run may judge
+    cap = DEPTH_PRESETS["shallow"].sweep_documents
+    _contracts(corpus, cap + 4, insured=cap + 4)
+    report = report_start(
+        user=user, corpus=corpus, prompt="Which of these agreements require insurance?", depth="shallow"
+    )
+    report_run(report_id=report.pk)
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.status == ReportStatus.COMPLETED
+    assert len(stored.engine_state["sweep_candidates"]) == cap
+    assert len(stored.engine_state["sweep"]["0"]["judged"]) == cap
+    assert len([e for e in stored.tool_call_log if e["tool"] == "search_document"]) == cap
+
+
+def test_follow_ups_are_researched_at_the_next_level_with_breadth_halving(user, corpus, samples):
+    # given researchers that always propose three follow-ups
+    report = report_start(
+        user=user, corpus=corpus, prompt="Research liability, termination, governing law and insurance"
+    )
+    directions = []
+
+    def propose(returns):
+        return [call("finish_direction", "done", follow_ups=["damages cap", "notice period", "courts"])]
+
+    async def note(index):
+        directions.append(index)
+
+    with researcher_agent.override(model=scripted(propose)):
+        report_run(report_id=report.pk)
+
+    stored = ResearchReport.objects.get(pk=report.pk)
+    preset = DEPTH_PRESETS["standard"]
+    assert stored.status == ReportStatus.COMPLETED
+    assert stored.engine_state["levels_done"] == preset.depth
+    # level 1: the four sub-questions; level 2: the three distinct follow-ups, within breadth // 2
+    assert stored.engine_state["researched"] == ["damages cap", "notice period"]
+    assert len(stored.engine_state["researched"]) <= preset.breadth // 2
+
+
+def test_a_deeper_preset_does_measurably_more(user, corpus, samples):
+    prompt = "Research liability, termination and governing law"
+    spent = {}
+    for depth in ("shallow", "standard", "deep"):
+        report = report_start(user=user, corpus=corpus, prompt=prompt, depth=depth)
+        report_run(report_id=report.pk)
+        stored = ResearchReport.objects.get(pk=report.pk)
+        assert stored.status == ReportStatus.COMPLETED, stored.error
+        spent[depth] = (stored.model_usage["requests"], stored.tool_call_count)
+    assert spent["shallow"] < spent["standard"] < spent["deep"]
+
+
+def test_a_cancelled_run_resumed_continues_at_its_level_with_every_finding(user, corpus, samples):
+    # given a run cancelled while its second level is under way
+    from research.services import report_resume
+
+    report = report_start(user=user, corpus=corpus, prompt="Research liability and termination")
+    levels = []
+
+    def research_and_propose(returns):
+        if "s1" not in returns:
+            return _search(returns)
+        hit = first_result(returns, "s1")
+        if "f1" not in returns:
+            return [
+                call(
+                    "record_finding",
+                    "f1",
+                    claim="Excluded.",
+                    quote=LIABILITY_SENTENCE,
+                    passage_ids=[hit["passage_id"]],
+                )
+            ]
+        return [call("finish_direction", "done", follow_ups=["damages cap"])]
+
+    async def cancel_in_level_two(index):
+        state = await sync_to_async(
+            lambda: ResearchReport.objects.get(pk=report.pk).engine_state, thread_sensitive=True
+        )()
+        levels.append(state.get("levels_done", 0))
+        if state.get("levels_done") == 1:
+            await sync_to_async(report_cancel, thread_sensitive=True)(user=user, report_id=report.pk)
+
+    with researcher_agent.override(model=scripted(research_and_propose, after=cancel_in_level_two)):
+        report_run(report_id=report.pk)
+    cancelled = ResearchReport.objects.get(pk=report.pk)
+    assert cancelled.status == ReportStatus.CANCELLED
+    kept = [(f["passage_id"], f["quote"]) for f in cancelled.findings]
+    assert kept and cancelled.engine_state["levels_done"] == 1
+
+    # when it is resumed
+    report_resume(user=user, report_id=report.pk)
+    report_run(report_id=report.pk)
+
+    # then it went on from level 2, kept every finding and did not plan again
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.status == ReportStatus.COMPLETED
+    assert [(f["passage_id"], f["quote"]) for f in stored.findings][: len(kept)] == kept
+    assert stored.engine_state["levels_done"] == DEPTH_PRESETS["standard"].depth
+    assert [e["tool"] for e in stored.tool_call_log].count("record_plan") == 1
+    assert_closed_citation_graph(stored)

@@ -3,9 +3,16 @@ from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from guardian.shortcuts import assign_perm
 
+from config.exceptions import ApplicationError
 from corpora.models import Passage
 from notifications.models import Notification, NotificationKind
-from research.constants import MAX_STEPS_CEILING, PROMPT_MAX_CHARS, RUBRIC_MAX_CHARS
+from research.constants import (
+    BREADTH_MAX,
+    DEPTH_PRESETS,
+    MAX_STEPS_CEILING,
+    PROMPT_MAX_CHARS,
+    RUBRIC_MAX_CHARS,
+)
 from research.exceptions import (
     DepthInvalid,
     DocumentScopeInvalid,
@@ -37,28 +44,63 @@ LIABILITY_SENTENCE = (
 
 
 # --- report_start ---------------------------------------------------------------------------
-@pytest.mark.parametrize(
-    ("depth", "steps", "tool_calls", "iterations"),
-    [("shallow", 25, 25, 1), ("standard", 50, 60, 2), ("deep", 100, 120, 3)],
-)
-def test_start_queues_a_report_with_the_depth_preset(user, corpus, depth, steps, tool_calls, iterations):
+@pytest.mark.parametrize("depth", ["shallow", "standard", "deep"])
+def test_start_queues_a_report_with_the_depth_preset(user, corpus, depth):
     report = report_start(user=user, corpus=corpus, prompt="  Research indemnification  ", depth=depth)
     stored = ResearchReport.objects.get(pk=report.pk)
+    preset = DEPTH_PRESETS[depth]
     assert stored.status == ReportStatus.QUEUED
     assert stored.prompt == "Research indemnification"
     assert stored.title == "Research indemnification"
-    assert (stored.max_steps, stored.max_tool_calls, stored.rubric_iterations) == (
-        steps,
-        tool_calls,
-        iterations,
+    assert (stored.max_steps, stored.max_tool_calls, stored.rubric_iterations, stored.breadth) == (
+        preset.max_steps,
+        preset.max_tool_calls,
+        preset.rubric_iterations,
+        preset.breadth,
     )
-    assert stored.token_limit == 400_000
-    assert stored.time_limit_seconds == 1800
+    assert stored.token_limit == preset.token_limit
+    assert stored.time_limit_seconds == preset.time_limit_seconds
+    assert stored.model == "" and stored.strategy == ""
     assert stored.slug.startswith("research-indemnification-")
 
 
+def test_settings_cap_the_presets_token_and_time_budgets(user, corpus, settings):
+    settings.RESEARCH_TOKEN_LIMIT = 1_000
+    settings.RESEARCH_TIME_LIMIT_SECONDS = 120
+    report = report_start(user=user, corpus=corpus, prompt="x", depth="deep", time_limit_seconds=900)
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert (stored.token_limit, stored.time_limit_seconds) == (1_000, 120)
+
+
+def test_a_request_overrides_breadth_time_limit_and_model(user, corpus, settings):
+    settings.RESEARCH_ALLOWED_MODELS = ["openai:gpt-4o-mini"]
+    report = report_start(
+        user=user, corpus=corpus, prompt="x", breadth=2, time_limit_seconds=90, model="openai:gpt-4o-mini"
+    )
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert (stored.breadth, stored.time_limit_seconds, stored.model) == (2, 90, "openai:gpt-4o-mini")
+
+
 @pytest.mark.parametrize(
-    ("asked", "stored"), [(0, 1), (-5, 1), (7, 7), (MAX_STEPS_CEILING + 1, 500), (10**6, 500)]
+    ("kwargs", "code", "field"),
+    [
+        ({"breadth": 0}, "breadth_invalid", "breadth"),
+        ({"breadth": BREADTH_MAX + 1}, "breadth_invalid", "breadth"),
+        ({"breadth": True}, "breadth_invalid", "breadth"),
+        ({"time_limit_seconds": 5}, "time_limit_invalid", "time_limit_seconds"),
+        ({"model": "openai:gpt-5-pro"}, "model_not_allowed", "model"),
+    ],
+)
+def test_overrides_out_of_bounds_are_refused_and_write_nothing(user, corpus, kwargs, code, field):
+    with pytest.raises(ApplicationError) as raised:
+        report_start(user=user, corpus=corpus, prompt="x", **kwargs)
+    assert (raised.value.code, raised.value.field) == (code, field)
+    assert not ResearchReport.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("asked", "stored"),
+    [(0, 1), (-5, 1), (7, 7), (MAX_STEPS_CEILING + 1, MAX_STEPS_CEILING), (10**6, MAX_STEPS_CEILING)],
 )
 def test_start_clamps_max_steps(user, corpus, asked, stored):
     report = report_start(user=user, corpus=corpus, prompt="x", max_steps=asked)

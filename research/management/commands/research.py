@@ -1,6 +1,7 @@
-"""manage.py research --corpus NAME "prompt": start a research run and wait for its report.
-Without a broker the run happens in this process; with one it is queued for the Celery workers
-and this command waits for it (or, with --no-wait, prints the report id and returns)."""
+"""manage.py research --corpus NAME "prompt": start a research run and wait for its report,
+its progress on stderr. Without a broker the run happens in this process; with one it is queued
+for the Celery workers and this command waits for it (or, with --no-wait, prints the report id
+and returns)."""
 
 import sys
 import time
@@ -25,7 +26,12 @@ class Command(BaseCommand):
         parser.add_argument("prompt", help="what to research")
         parser.add_argument("--corpus", required=True, help="corpus name or numeric id")
         parser.add_argument("--depth", choices=list(DEPTH_PRESETS), default=DEFAULT_DEPTH)
-        parser.add_argument("--max-steps", type=int, help="model requests allowed (1-500; default by depth)")
+        parser.add_argument("--max-steps", type=int, help="model requests allowed (default by depth)")
+        parser.add_argument("--breadth", type=int, help="sub-questions at the first level (default by depth)")
+        parser.add_argument(
+            "--time-limit", type=int, help="the run's time limit in seconds (default by depth)"
+        )
+        parser.add_argument("--model", default="", help="a model this server offers, for this run only")
         parser.add_argument("--rubric", default="", help="what the report must satisfy")
         parser.add_argument("--title", default="", help="report title (default: from the prompt)")
         parser.add_argument(
@@ -55,11 +61,18 @@ class Command(BaseCommand):
                 max_steps=options["max_steps"],
                 rubric=options["rubric"],
                 document_ids=_ids(options["documents"]),
+                breadth=options["breadth"],
+                time_limit_seconds=options["time_limit"],
+                model=options["model"] or None,
             )
         except ApplicationError as error:
             raise fail(error) from error
         if options["no_wait"]:
-            self.stdout.write(str(report.pk))
+            self.stdout.write(
+                dumps({"report_id": report.pk, "status": report.status})
+                if options["json"]
+                else str(report.pk)
+            )
             return
         report = self._wait(user, report.pk, options["timeout"])
         self.stdout.write(dumps(report_json(report)) if options["json"] else report_text(report))
@@ -69,9 +82,14 @@ class Command(BaseCommand):
     def _wait(self, user, report_id: int, timeout: float) -> ResearchReport:
         started = time.monotonic()
         cancelled = False
+        shown = None
         while True:
             try:
                 report = ResearchReport.objects.get(pk=report_id)
+                stage = progress_line(report, time.monotonic() - started)
+                if stage.split(" · ")[:4] != (shown or "").split(" · ")[:4]:
+                    self.stderr.write(f"report {report_id}: {stage}")
+                    shown = stage
                 if report.is_terminal:
                     return report
                 if timeout and time.monotonic() - started > timeout:
@@ -115,7 +133,24 @@ def report_json(report: ResearchReport) -> dict:
         "model_usage": report.model_usage,
         "duration_seconds": round(duration, 3) if duration is not None else None,
         "retry_count": report.retry_count,
+        "strategy": report.strategy or None,
+        "progress": report.progress,
     }
+
+
+def progress_line(report: ResearchReport, elapsed: float) -> str:
+    """ "running · sweeping · level 1/2 · 12/61 documents · 5 findings · 9s"."""
+    progress = report.progress or {}
+    parts = [report.status.lower()]
+    if progress.get("phase") and progress["phase"] != report.status.lower():
+        parts.append(progress["phase"])
+    if progress.get("level") and progress.get("levels"):
+        parts.append(f"level {progress['level']}/{progress['levels']}")
+    if progress.get("documents_total"):
+        parts.append(f"{progress.get('documents_swept', 0)}/{progress['documents_total']} documents")
+    findings = len(report.findings)
+    parts += [f"{findings} finding{'' if findings == 1 else 's'}", f"{elapsed:.0f}s"]
+    return " · ".join(parts)
 
 
 def report_text(report: ResearchReport) -> str:

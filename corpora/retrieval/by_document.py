@@ -1,0 +1,110 @@
+"""Retrieval scoped to each of many documents at once: for every document, its own best passages
+for a query, ranked within that document as a search scoped to it would rank them. A document
+sweep asks this of every candidate document; one query embedding and one pass over each index
+serve them all, where a scoped search per document would embed the query once per document.
+
+Each hit keeps the raw scores behind its rank (BM25 from the term index, cosine from the dense
+index) and the best of each over the whole search scope, so that a caller can tell a document
+whose best passage is about the question from one whose best passage merely ranks first in it."""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from corpora.retrieval.dense import DenseIndex
+from corpora.retrieval.fusion import weighted_rrf
+from corpora.retrieval.term_index import TermIndex
+
+
+@dataclass(frozen=True)
+class DocumentHit:
+    passage_id: int
+    document_id: int
+    score: float  # the fused (or lexical) score the within-document ranking used
+    lexical: float  # BM25 over the query's terms, 0.0 when it holds none
+    dense: float | None  # cosine similarity to the query, None without embeddings
+
+
+@dataclass(frozen=True)
+class ScopeBest:
+    """The best lexical and dense scores over every passage in the search's scope."""
+
+    lexical: float
+    dense: float | None
+
+
+def rank_by_document(
+    *,
+    terms: TermIndex,
+    dense: DenseIndex | None,
+    dense_scores: np.ndarray | None,
+    query_terms: Sequence[str],
+    document_ids: Sequence[int],
+    per_document: int,
+    lexical_weight: float,
+    dense_weight: float,
+    scope: Sequence[int] | None = None,
+) -> tuple[dict[int, list[DocumentHit]], ScopeBest]:
+    """{document id: its best `per_document` hits, best first} for every document in
+    `document_ids` that has a passage matching the query, and the best scores over `scope`
+    (None: the whole corpus)."""
+    lexical = terms.scores(query_terms)
+    lexical_by_id = dict(zip(terms.passage_ids.tolist(), lexical.tolist(), strict=True))
+    in_scope = _mask(terms.document_ids, scope)
+    best = ScopeBest(
+        lexical=float(lexical[in_scope].max()) if in_scope.any() else 0.0,
+        dense=None,
+    )
+    dense_by_document: dict[int, list[tuple[int, float]]] = {}
+    if dense is not None and dense_scores is not None and len(dense.passage_ids):
+        dense_in_scope = _mask(dense.document_ids, scope)
+        if dense_in_scope.any():
+            best = ScopeBest(lexical=best.lexical, dense=float(dense_scores[dense_in_scope].max()))
+        wanted = _mask(dense.document_ids, document_ids)
+        for position in np.flatnonzero(wanted):
+            document = int(dense.document_ids[position])
+            dense_by_document.setdefault(document, []).append(
+                (int(dense.passage_ids[position]), float(dense_scores[position]))
+            )
+    lexical_by_document: dict[int, list[tuple[int, float]]] = {}
+    for position in np.flatnonzero(_mask(terms.document_ids, document_ids) & (lexical > 0)):
+        document = int(terms.document_ids[position])
+        lexical_by_document.setdefault(document, []).append(
+            (int(terms.passage_ids[position]), float(lexical[position]))
+        )
+    dense_of = {pid: s for ranked in dense_by_document.values() for pid, s in ranked}
+    found: dict[int, list[DocumentHit]] = {}
+    for document in document_ids:
+        lexical_ranked = sorted(lexical_by_document.get(document, []), key=lambda h: (-h[1], h[0]))
+        dense_ranked = sorted(dense_by_document.get(document, []), key=lambda h: (-h[1], h[0]))
+        if not lexical_ranked and not dense_ranked:
+            continue
+        if dense_ranked:
+            fused = weighted_rrf(
+                lexical_ranked,
+                dense_ranked,
+                lexical_weight=lexical_weight,
+                dense_weight=dense_weight,
+                limit=per_document,
+            )
+            ranked = [(hit.passage_id, hit.score) for hit in fused]
+        else:
+            ranked = lexical_ranked[:per_document]
+        found[document] = [
+            DocumentHit(
+                passage_id=pid,
+                document_id=document,
+                score=score,
+                lexical=lexical_by_id.get(pid, 0.0),
+                dense=dense_of.get(pid) if dense_ranked else None,
+            )
+            for pid, score in ranked
+        ]
+    return found, best
+
+
+def _mask(document_ids: np.ndarray, wanted: Sequence[int] | None) -> np.ndarray:
+    if wanted is None:
+        return np.ones(len(document_ids), dtype=bool)
+    return np.isin(document_ids, np.asarray(list(wanted), dtype=np.int64))

@@ -1,0 +1,109 @@
+"""Findings grouped by the position their quotes take: average-link clustering of the quotes'
+vectors (the embedding model's, or TF-IDF over their content words when there is none), each
+group named by the key terms of its most central quote. Pure numpy over plain lists; the
+offline writer and the salvage composer both use it."""
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from research.engine.text import content_words
+
+# Quotes at least this similar (average link, cosine) take the same position.
+EMBEDDING_THRESHOLD = 0.62
+TFIDF_THRESHOLD = 0.3
+MAX_GROUPS = 6
+LABEL_TERMS = 4
+
+
+@dataclass(frozen=True)
+class Group:
+    members: list[int]  # indices into the texts, most central first
+    label: str
+
+
+def group_texts(
+    texts: Sequence[str], vectors: np.ndarray | None = None, *, max_groups: int = MAX_GROUPS
+) -> list[Group]:
+    """Groups of `texts` (largest first); past `max_groups` the smallest are pooled into one."""
+    if not texts:
+        return []
+    if vectors is None:
+        matrix, threshold = _tfidf(texts), TFIDF_THRESHOLD
+    else:
+        matrix, threshold = np.asarray(vectors, dtype=np.float64), EMBEDDING_THRESHOLD
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    matrix = matrix / np.where(norms == 0, 1.0, norms)
+    similarity = matrix @ matrix.T
+    clusters = _average_link(similarity, threshold)
+    clusters.sort(key=lambda c: (-len(c), min(c)))
+    if len(clusters) > max_groups:
+        pooled = sorted(i for c in clusters[max_groups - 1 :] for i in c)
+        clusters = [*clusters[: max_groups - 1], pooled]
+    weights = _term_weights(texts)
+    groups = []
+    for cluster in clusters:
+        ordered = sorted(cluster, key=lambda i: (-float(similarity[i, cluster].mean()), i))
+        groups.append(Group(ordered, _label(texts[ordered[0]], [texts[i] for i in cluster], weights)))
+    return groups
+
+
+def _average_link(similarity: np.ndarray, threshold: float) -> list[list[int]]:
+    n = len(similarity)
+    clusters: dict[int, list[int]] = {i: [i] for i in range(n)}
+    linkage = similarity.astype(np.float64).copy()
+    np.fill_diagonal(linkage, -np.inf)
+    active = np.ones(n, dtype=bool)
+    while active.sum() > 1:
+        masked = np.where(active[:, None] & active[None, :], linkage, -np.inf)
+        flat = int(np.argmax(masked))
+        a, b = divmod(flat, n)
+        if masked[a, b] < threshold:
+            break
+        size_a, size_b = len(clusters[a]), len(clusters[b])
+        # Lance-Williams update for average linkage: the merged cluster's mean similarity.
+        merged = (linkage[a] * size_a + linkage[b] * size_b) / (size_a + size_b)
+        linkage[a, :] = merged
+        linkage[:, a] = merged
+        linkage[a, a] = -np.inf
+        active[b] = False
+        clusters[a] = clusters[a] + clusters.pop(b)
+    return [sorted(members) for members in clusters.values()]
+
+
+def _tfidf(texts: Sequence[str]) -> np.ndarray:
+    documents = [Counter(content_words(t)) for t in texts]
+    vocabulary = sorted({term for d in documents for term in d})
+    index = {term: i for i, term in enumerate(vocabulary)}
+    frequency = Counter(term for d in documents for term in d)
+    matrix = np.zeros((len(texts), max(1, len(vocabulary))), dtype=np.float64)
+    for row, counts in enumerate(documents):
+        for term, count in counts.items():
+            matrix[row, index[term]] = (1 + math.log(count)) * math.log(1 + len(texts) / frequency[term])
+    return matrix
+
+
+def _term_weights(texts: Sequence[str]) -> dict[str, float]:
+    frequency = Counter(term for t in texts for term in set(content_words(t)))
+    return {term: math.log(1 + len(texts) / count) for term, count in frequency.items()}
+
+
+def _label(central: str, members: Sequence[str], weights: dict[str, float]) -> str:
+    """The central quote's words that its group shares most and the others least, in the order
+    the quote says them."""
+    in_group = Counter(term for m in members for term in set(content_words(m)))
+    spoken: dict[str, str] = {}
+    for word in central.split():
+        cleaned = word.strip(".,;:()[]\"'\u201c\u201d\u2018\u2019").lower()
+        stems = content_words(cleaned)
+        if stems and stems[0] not in spoken and cleaned.isalpha():
+            spoken[stems[0]] = cleaned
+    scored = sorted(
+        spoken, key=lambda stem: -(in_group.get(stem, 0) / len(members)) * weights.get(stem, 0.0)
+    )[:LABEL_TERMS]
+    order = list(spoken)
+    chosen = sorted(scored, key=order.index)
+    return ", ".join(spoken[s] for s in chosen) or "other"

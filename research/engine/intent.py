@@ -1,0 +1,80 @@
+"""What kind of request a prompt is, decided without a model so that it is the same for every
+engine: a question about the collection ("which of these agreements ...", "do the contracts
+...", "how do they differ ...", or any question put to a collection of many documents) has
+every candidate document swept; a short single question put to a few documents takes the fast
+path (one retrieval round); anything else is researched in depth."""
+
+import re
+
+from django.conf import settings
+
+from corpora.retrieval.query import words
+from research.constants import DEPTH_DEEP
+from research.engine.text import plan_questions
+from research.models import ReportStrategy
+
+# Nouns for the documents of a collection: a question naming them in the plural (or with
+# "each", "every", "all", "any") asks about the collection, not one passage.
+_DOCUMENT_NOUNS = (
+    r"agreements?|contracts?|documents?|policies|policy|ndas?|files?|reports?|papers?|leases?|"
+    r"filings?|records?|texts?|sources?|clauses?|memos?|letters?|articles?|manuals?|handbooks?|"
+    r"licen[cs]es?|amendments?|statements?|procedures?|guidelines?|standards?|minutes|emails?|"
+    r"deeds?|terms|forms?|plans?|studies|study|proposals?|invoices?|orders?"
+)
+_COLLECTION = re.compile(
+    rf"\b(?:which|what|how\s+many|do|does|did|are|have|in|across|among|of|for)\s+"
+    rf"(?:of\s+)?(?:these|those|the|our|all|all\s+the|all\s+of\s+the|any|any\s+of\s+the|its|their)\s+"
+    rf"(?:\w+\s+){{0,2}}(?:{_DOCUMENT_NOUNS})\b"
+    rf"|\b(?:each|every|all|any)\s+(?:\w+\s+)?(?:{_DOCUMENT_NOUNS})\b"
+    rf"|\b(?:these|those)\s+(?:\w+\s+)?(?:{_DOCUMENT_NOUNS})\b"
+    r"|\bwhich\s+of\s+(?:these|them|those)\b|\bhow\s+(?:do|does)\s+(?:they|these|those|the\s+\w+)\s+differ\b"
+    r"|\bhow\s+many\b|\bacross\s+the\b|\bin\s+the\s+collection\b|\bin\s+(?:this|the)\s+corpus\b",
+    re.IGNORECASE,
+)
+_COMPARISON = re.compile(
+    r"\b(?:compare|comparison|versus|vs\.?|differ|differs|difference|differences|contrast|"
+    r"similarities|similar|whereas|rather\s+than|better|worse)\b",
+    re.IGNORECASE,
+)
+# A request for research ("research X", "deep dive", "report on") wants the deep path whatever its length.
+_RESEARCH_REQUEST = re.compile(
+    r"\b(?:research|investigate|investigation|deep[\s-]*dive|report\s+on|everything\s+about|"
+    r"analy[sz]e|analysis|survey|overview|review)\b",
+    re.IGNORECASE,
+)
+
+
+_INTERROGATIVE = re.compile(
+    r"^\W*(?:what|which|who|whom|whose|when|where|why|how|whether|is|are|was|were|do|does|did|can|"
+    r"could|may|might|must|shall|should|will|would|has|have|had)\b",
+    re.IGNORECASE,
+)
+
+
+def is_collection_question(text: str, *, documents: int = 0) -> bool:
+    """Whether `text` asks about the documents of the collection rather than one fact: it says
+    so ("these agreements", "each contract", "how do they differ"), or it is a question put to
+    a collection of at least RESEARCH_COLLECTION_MIN_DOCUMENTS documents, which no one passage
+    can answer for all of them."""
+    if _COLLECTION.search(text) or _COMPARISON.search(text):
+        return True
+    return documents >= settings.RESEARCH_COLLECTION_MIN_DOCUMENTS and bool(_INTERROGATIVE.search(text))
+
+
+def strategy_for(prompt: str, *, depth: str, documents: int) -> str:
+    """FAST for a short single question (RESEARCH_FAST_PATH_MAX_WORDS words at most) with no
+    collection, comparison or research markers, put to fewer documents than make a collection,
+    unless the depth is deep; else DEEP."""
+    if depth == DEPTH_DEEP:
+        return ReportStrategy.DEEP
+    text = " ".join(prompt.split())
+    if (
+        len(words(text)) > settings.RESEARCH_FAST_PATH_MAX_WORDS
+        or text.count("?") > 1
+        or "\n" in prompt.strip()
+        or is_collection_question(text, documents=documents)
+        or _RESEARCH_REQUEST.search(text)
+        or len(plan_questions(text, breadth=2)) > 1
+    ):
+        return ReportStrategy.DEEP
+    return ReportStrategy.FAST

@@ -1,0 +1,149 @@
+"""The document judge: for one candidate document of a sweep, given the document's own best
+passages for each question, decides whether the document addresses each question and with
+which verbatim quote. The LLM judge runs on RESEARCH_WORKER_MODEL; its verdicts are checked
+(passage shown, quote verbatim) and a wrong one is sent back with a precise ModelRetry.
+
+The offline judge decides from calibrated evidence: how the document's best passage scores on
+the question's words (BM25) relative to the best passage anywhere in the scope, and how close
+its best sentence comes to what the best documents say (research.engine.feedback), averaged;
+then whether one of its sentences says enough of the question to quote. bench/quality.py
+measured the thresholds on CUAD rooms and ContractNLI. Without an embedding model the BM25
+share alone decides."""
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field
+from pydantic_ai import Agent, ModelRetry, RunContext, ToolOutput
+from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from research.engine.prompts import JUDGE_INSTRUCTIONS, read_data
+from research.engine.store import SweepEvidence
+from research.engine.text import best_sentences
+from research.quotes import quote_locate
+
+OFFLINE_JUDGE = "deepcite-offline-judge"
+# A document addresses a question when the mean of its best passage's share of the best BM25
+# score in the scope and its best sentence's share of the feedback reference's similarity
+# reaches EVIDENCE_MIN (or, with no reference, the BM25 share alone LEXICAL_RELATIVE_MIN) ...
+EVIDENCE_MIN = 0.65
+LEXICAL_RELATIVE_MIN = 0.5
+# ... and one of its sentences holds at least this share of the question's (rarity-weighted) words.
+SENTENCE_COVERAGE_MIN = 0.2
+PASSAGES_SHOWN = 3
+
+
+@dataclass
+class JudgeDeps:
+    evidence: SweepEvidence
+    questions: list[str]
+
+
+class Verdict(BaseModel):
+    question: int = Field(description="The question's index.")
+    addresses: bool = Field(description="Whether this document answers the question, for or against.")
+    passage_id: int | None = Field(default=None, description="The passage that shows it.")
+    quote: str | None = Field(default=None, description="Words copied exactly from that passage.")
+    claim: str | None = Field(default=None, description="One sentence stating only what the quote says.")
+    position: str | None = Field(default=None, description="A few words naming the document's position.")
+
+
+class DocumentVerdicts(BaseModel):
+    verdicts: list[Verdict]
+
+
+judge_agent = Agent(
+    deps_type=JudgeDeps,
+    output_type=ToolOutput(
+        DocumentVerdicts, name="submit_verdicts", description="Submit one verdict per question."
+    ),
+    instructions=JUDGE_INSTRUCTIONS,
+    name="deepcite-document-judge",
+    retries=2,
+)
+
+
+@judge_agent.output_validator
+def _validate(ctx: RunContext[JudgeDeps], output: DocumentVerdicts) -> DocumentVerdicts:
+    """A verdict that addresses a question must name a passage shown for this document and a
+    quote verbatim in it; anything else goes back to the model with what to correct."""
+    evidence = ctx.deps.evidence
+    shown = {v["passage_id"]: v["text"] for per in evidence.questions for v in per}
+    problems = []
+    kept: dict[int, Verdict] = {}
+    for verdict in output.verdicts:
+        if not 0 <= verdict.question < len(ctx.deps.questions):
+            problems.append(
+                f"question {verdict.question} does not exist (0 to {len(ctx.deps.questions) - 1})"
+            )
+            continue
+        if verdict.addresses:
+            if verdict.passage_id not in shown:
+                problems.append(
+                    f"question {verdict.question}: passage {verdict.passage_id} was not shown; use one of "
+                    f"{sorted(shown)}"
+                )
+                continue
+            if not verdict.quote or quote_locate(shown[verdict.passage_id], verdict.quote) is None:
+                problems.append(
+                    f"question {verdict.question}: the quote is not verbatim in passage "
+                    f"{verdict.passage_id}; copy its exact words"
+                )
+                continue
+        kept[verdict.question] = verdict
+    if problems:
+        raise ModelRetry("; ".join(problems))
+    return DocumentVerdicts(verdicts=list(kept.values()))
+
+
+def judge_prompt_data(evidence: SweepEvidence, questions: list[str]) -> dict[str, Any]:
+    return {
+        "document": {"document_id": evidence.document_id, "title": evidence.document_title},
+        "questions": [
+            {
+                "index": i,
+                "question": question,
+                "best_scores_in_scope": evidence.best[i],
+                "feedback_similarity": evidence.feedback[i] if i < len(evidence.feedback) else None,
+                "passages": evidence.questions[i][:PASSAGES_SHOWN],
+            }
+            for i, question in enumerate(questions)
+        ],
+    }
+
+
+# --- The offline mind ----------------------------------------------------------------------------
+def offline_judge() -> FunctionModel:
+    def judge(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        data = read_data(messages) or {}
+        verdicts = [decide(item) for item in data.get("questions", [])]
+        call = ToolCallPart("submit_verdicts", {"verdicts": verdicts}, tool_call_id="verdicts")
+        return ModelResponse(parts=[call], model_name=OFFLINE_JUDGE)
+
+    return FunctionModel(judge, model_name=OFFLINE_JUDGE)
+
+
+def decide(item: dict[str, Any]) -> dict[str, Any]:
+    """One question's verdict from the document's passages and the scope's best scores."""
+    passages = [p for p in item.get("passages", []) if not p.get("is_heading")]
+    best = item.get("best_scores_in_scope") or {}
+    no = {"question": item["index"], "addresses": False}
+    if not passages or not best.get("lexical"):
+        return no
+    relative = max(p.get("lexical_score") or 0.0 for p in passages) / best["lexical"]
+    feedback = item.get("feedback_similarity")
+    evidence = relative if feedback is None else (relative + feedback) / 2
+    if evidence < (LEXICAL_RELATIVE_MIN if feedback is None else EVIDENCE_MIN):
+        return no
+    chosen = best_sentences(item["question"], passages, 1, min_coverage=SENTENCE_COVERAGE_MIN)
+    if not chosen:
+        return no
+    sentence = chosen[0]
+    return {
+        "question": item["index"],
+        "addresses": True,
+        "passage_id": sentence.passage_id,
+        "quote": sentence.text,
+        "claim": " ".join(sentence.text.split()),
+    }

@@ -1,0 +1,486 @@
+"""A research run's orchestration: the pipeline of roles, one module each, driven from here.
+
+    fast path (a short single question): one researcher, one retrieval round, a brief answer
+    deep:  plan -> level 1 researchers (in parallel) -> document sweep of the questions about the
+           collection -> follow-up levels (breadth halving) -> writer -> critic rounds (gaps go
+           back to researchers, then the writer again)
+
+Every role runs under the run's shared budget and reaches the run only through the store. The
+orchestration's state (plan, levels done, next directions, documents judged, critic rounds) is
+checkpointed with every merge, so a resumed run continues where its last attempt stopped; its
+findings are recorded as they are made and are never lost."""
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from pydantic_ai import Agent, UsageLimits
+from pydantic_ai.exceptions import UnexpectedModelBehavior
+
+from research.constants import DepthPreset
+from research.drafts import compose_from_findings, plan_questions_summary
+from research.engine.budget import BudgetGate
+from research.engine.critic import CriticDeps, Critique, critic_agent, critic_prompt_data
+from research.engine.intent import is_collection_question, strategy_for
+from research.engine.judge import DocumentVerdicts, JudgeDeps, judge_agent, judge_prompt_data
+from research.engine.minds import Minds, Role
+from research.engine.planner import Plan, PlannerDeps, planner_agent
+from research.engine.prompts import request_prompt
+from research.engine.researcher import (
+    Direction,
+    DirectionNotes,
+    ResearcherDeps,
+    direction_prompt_data,
+    researcher_agent,
+)
+from research.engine.store import RunStore, SweepEvidence
+from research.engine.text import keywords
+from research.engine.writer import (
+    EXTRACTIVE_NOTE,
+    Draft,
+    WriterDeps,
+    cited_finding_ids,
+    writer_agent,
+    writer_prompt_data,
+)
+from research.exceptions import FindingRejected
+from research.models import ReportStrategy
+from research.services import FindingInput
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# Model requests one agent run of a role may make: a guard against a model that loops on one
+# direction or one document (the run-wide budget bounds them all together).
+REQUESTS_PER_ROLE = {
+    Role.PLANNER: 10,
+    Role.RESEARCHER: 100,
+    Role.JUDGE: 4,
+    Role.WRITER: 10,
+    Role.CRITIC: 5,
+}
+# Documents judged per sweep batch: one retrieval write, their judges in parallel, one findings write.
+SWEEP_BATCH = 8
+PASSAGES_PER_DOCUMENT = 3
+ORIGIN_SWEEP = "sweep"
+ORIGIN_GAP = "gap"
+ORIGIN_FOLLOW_UP = "follow-up"
+
+
+class RunCancelled(Exception):
+    """The user cancelled the run: it stops at this step, keeping its findings."""
+
+
+@dataclass
+class Orchestration:
+    title: str
+    prompt: str
+    rubric: str
+    depth: str
+    preset: DepthPreset
+    breadth: int
+    store: RunStore
+    minds: Minds
+    state: dict[str, Any]
+    plan: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    # --- The pipeline ---------------------------------------------------------------------------
+    async def run(self) -> str:
+        """The run's draft (markdown with <cite findings> placeholders)."""
+        if "documents" not in self.state:
+            self.state["documents"] = await self.store.document_count()
+        documents = self.state["documents"]
+        strategy = self.state.get("strategy") or strategy_for(
+            self.prompt, depth=self.depth, documents=documents
+        )
+        self.state["strategy"] = strategy
+        await self._progress("planning", checkpoint=True, strategy=strategy)
+        if strategy == ReportStrategy.FAST:
+            return await self._fast()
+        await self._plan()
+        levels = self.preset.depth
+        directions = self._directions()
+        while self.state.get("levels_done", 0) < levels and directions:
+            level = self.state.get("levels_done", 0) + 1
+            notes = await self._research(directions, level=level, levels=levels)
+            if level == 1 and not self.state.get("sweep_done"):
+                await self._sweep()
+            directions = self._follow_ups(directions, notes, level + 1)
+            self.state["levels_done"] = level
+            self.state["directions"] = [d.as_dict() for d in directions]
+            await self._progress("researching", level=level, levels=levels, checkpoint=True)
+        if not self.state.get("sweep_done"):
+            await self._sweep()
+        draft = await self._write()
+        return await self._review(draft)
+
+    async def _fast(self) -> str:
+        """One researcher, one retrieval round, the brief answer."""
+        if not self.plan:
+            self.plan = [
+                {"question": self.prompt, "queries": [self.prompt, keywords(self.prompt)], "sweep": False}
+            ]
+            await self.store.record_plan(plan=self.plan)
+        if not self.state.get("levels_done"):
+            direction = Direction(
+                self.prompt, (self.prompt, keywords(self.prompt) or self.prompt), plan_index=0
+            )
+            await self._research([direction], level=1, levels=1)
+            self.state["levels_done"] = 1
+            await self._progress("writing", checkpoint=True)
+        return await self._write(brief=True)
+
+    # --- Plan -----------------------------------------------------------------------------------
+    async def _plan(self) -> None:
+        if self.plan:
+            return
+        prompt = request_prompt(
+            prompt=self.prompt,
+            rubric=self.rubric,
+            intro=f"Plan the research: at most {self.breadth} sub-questions, each with its search queries.",
+        )
+        plan: Plan = await self._agent(
+            planner_agent, prompt, PlannerDeps(self.store, self.breadth), Role.PLANNER
+        )
+        documents = self.state.get("documents", 0)
+        collection = is_collection_question(self.prompt, documents=documents)
+        self.plan = [
+            {
+                "question": sub.question,
+                "queries": sub.queries or [sub.question],
+                # Swept: every sub-question at deep, or those about the collection (the request
+                # being about the collection makes each of its parts so).
+                "sweep": self.preset.sweep_always
+                or collection
+                or is_collection_question(sub.question, documents=documents),
+            }
+            for sub in plan.sub_questions
+        ]
+        await self.store.record_plan(plan=self.plan)
+        self.state["directions"] = [
+            Direction(step["question"], tuple(step["queries"]), plan_index=i).as_dict()
+            for i, step in enumerate(self.plan)
+        ]
+        await self._progress("researching", level=1, levels=self.preset.depth, checkpoint=True)
+
+    def _swept(self, direction: Direction) -> bool:
+        index = direction.plan_index
+        return index is not None and 0 <= index < len(self.plan) and bool(self.plan[index].get("sweep"))
+
+    def _directions(self) -> list[Direction]:
+        return [Direction.from_dict(d) for d in self.state.get("directions") or []]
+
+    # --- Research -------------------------------------------------------------------------------
+    async def _research(
+        self, directions: Sequence[Direction], *, level: int, levels: int
+    ) -> list[DirectionNotes]:
+        """One researcher per direction, all at once on the run's loop, sharing its budget."""
+
+        async def one(direction: Direction) -> DirectionNotes:
+            await self._progress("researching", level=level, levels=levels, direction=direction.question)
+            deps = ResearcherDeps(
+                store=self.store,
+                direction=direction,
+                findings_limit=self.preset.findings_per_direction,
+                context_reads=self.preset.context_reads,
+                search_top_k=self.preset.search_top_k,
+            )
+            prompt = request_prompt(
+                prompt=self.prompt,
+                rubric=self.rubric,
+                intro=f"Research this direction of the request (level {level} of {levels}).",
+                data=direction_prompt_data(direction, swept=self._swept(direction)),
+            )
+            try:
+                return await self._agent(researcher_agent, prompt, deps, Role.RESEARCHER)
+            except UnexpectedModelBehavior as exc:  # the model could not finish; its findings stand
+                self.warnings.append(f"researcher_failed:{_preview(direction.question)}")
+                logger.warning("researcher on %r failed: %s", direction.question, exc)
+                return DirectionNotes()
+
+        return await _all(one(d) for d in directions)
+
+    def _follow_ups(
+        self, parents: Sequence[Direction], notes: Sequence[DirectionNotes], level: int
+    ) -> list[Direction]:
+        """The next level's directions: the researchers' follow-ups, new ones first in the order
+        given, breadth halving with each level."""
+        if level > self.preset.depth:
+            return []
+        limit = max(1, self.breadth >> (level - 1))
+        done = {" ".join(d.lower().split()) for d in self.state.get("researched", [])}
+        done |= {" ".join(step["question"].lower().split()) for step in self.plan}
+        chosen: list[Direction] = []
+        for parent, note in zip(parents, notes, strict=False):
+            for follow_up in note.follow_ups:
+                key = " ".join(follow_up.lower().split())
+                if not key or key in done:
+                    continue
+                done.add(key)
+                chosen.append(
+                    Direction(
+                        follow_up,
+                        (follow_up, keywords(follow_up) or follow_up),
+                        plan_index=parent.plan_index,
+                        level=level,
+                        origin=ORIGIN_FOLLOW_UP,
+                    )
+                )
+        # Round-robin over the parents, so that each sub-question gets its best follow-up first.
+        by_parent: dict[Any, list[Direction]] = {}
+        for direction in chosen:
+            by_parent.setdefault(direction.plan_index, []).append(direction)
+        ordered = [d for group in _round_robin(list(by_parent.values())) for d in group]
+        picked = ordered[:limit]
+        self.state["researched"] = [*self.state.get("researched", []), *(d.question for d in picked)]
+        return picked
+
+    # --- Sweep ----------------------------------------------------------------------------------
+    async def _sweep(self) -> None:
+        """Every candidate document of the questions about the collection, judged on its own
+        passages, in batches: one finding per addressing document and question."""
+        swept = [i for i, step in enumerate(self.plan) if step.get("sweep")]
+        if not swept or self.state.get("sweep_done"):
+            self.state["sweep_done"] = True
+            return
+        questions = [self.plan[i]["question"] for i in swept]
+        sweep = self.state.setdefault("sweep", {})
+        candidates = self.state.get("sweep_candidates")
+        if candidates is None:
+            queries = list(dict.fromkeys(q for i in swept for q in self.plan[i]["queries"]))
+            candidates = await self.store.candidate_documents(
+                queries=queries, limit=self.preset.sweep_documents
+            )
+            self.state["sweep_candidates"] = candidates
+        judged = {int(d) for entry in sweep.values() for d in entry.get("judged", [])}
+        todo = [d for d in candidates if d not in judged]
+        total = len(candidates)
+        references = (
+            await self.store.sweep_references(
+                questions=questions, document_ids=candidates, per_document=PASSAGES_PER_DOCUMENT
+            )
+            if todo
+            else []
+        )
+        for start in range(0, len(todo), SWEEP_BATCH):
+            if await self.store.cancel_pending():
+                raise RunCancelled
+            batch = todo[start : start + SWEEP_BATCH]
+            evidence = await self.store.sweep_evidence(
+                questions=questions,
+                document_ids=batch,
+                per_document=PASSAGES_PER_DOCUMENT,
+                references=references,
+            )
+            verdicts = await _all(self._judge(e, questions) for e in evidence)
+            items, owners = [], []
+            for document, outcome in zip(evidence, verdicts, strict=True):
+                for verdict in outcome.verdicts if outcome else []:
+                    if not verdict.addresses or verdict.passage_id is None:
+                        continue
+                    index = swept[verdict.question]
+                    items.append(
+                        FindingInput(
+                            claim=verdict.claim or verdict.quote or "",
+                            quote=verdict.quote or "",
+                            passage_ids=[verdict.passage_id],
+                            section=self.plan[index]["question"],
+                            question=index,
+                            position=verdict.position,
+                            origin=ORIGIN_SWEEP,
+                        )
+                    )
+                    owners.append((index, document.document_id))
+            # A document a researcher already quoted for the question addresses it: no second finding.
+            covered = {(f.get("question"), f["document_id"]) for f in self.store.findings}
+            fresh = [(item, owner) for item, owner in zip(items, owners, strict=True) if owner not in covered]
+            for index, document in owners:
+                if (index, document) in covered:
+                    entry = sweep.setdefault(str(index), {"judged": [], "addressing": []})
+                    if document not in entry["addressing"]:
+                        entry["addressing"].append(document)
+            items, owners = [i for i, _ in fresh], [o for _, o in fresh]
+            outcomes = await self.store.record_findings(items)
+            for index in swept:
+                entry = sweep.setdefault(str(index), {"judged": [], "addressing": []})
+                entry["judged"] = [*entry["judged"], *batch]
+            for (index, document), outcome in zip(owners, outcomes, strict=True):
+                if not isinstance(outcome, FindingRejected) or outcome.code == "finding_duplicate":
+                    entry = sweep[str(index)]
+                    if document not in entry["addressing"]:
+                        entry["addressing"].append(document)
+            await self._progress(
+                "sweeping",
+                documents_swept=len(judged) + start + len(batch),
+                documents_total=total,
+                checkpoint=True,
+            )
+        self.state["sweep_done"] = True
+
+    async def _judge(self, evidence: SweepEvidence, questions: list[str]) -> DocumentVerdicts | None:
+        prompt = request_prompt(
+            prompt=self.prompt,
+            intro=f"Judge whether the document {evidence.document_title!r} addresses each question.",
+            data=judge_prompt_data(evidence, questions),
+        )
+        try:
+            return await self._agent(
+                judge_agent, prompt, JudgeDeps(evidence, questions), Role.JUDGE, check_cancel=False
+            )
+        except UnexpectedModelBehavior as exc:  # verdicts that never checked out: not judged
+            self.warnings.append(f"judge_failed:{evidence.document_id}")
+            logger.warning("judging document %s failed: %s", evidence.document_id, exc)
+            return None
+
+    # --- Write and review -----------------------------------------------------------------------
+    async def _write(self, *, brief: bool = False, note: str = "") -> str:
+        findings = list(self.store.findings)
+        documents = {f["document_id"] for f in findings}
+        documents |= {int(d) for e in (self.state.get("sweep") or {}).values() for d in e.get("judged", [])}
+        titles = await self.store.document_titles(sorted(documents))
+        questions = plan_questions_summary(plan=self.plan, engine_state=self.state, titles=titles)
+        await self._progress("writing", checkpoint=True)
+        prompt = request_prompt(
+            prompt=self.prompt,
+            rubric=self.rubric,
+            intro="Write the report from these findings." + (f" The critic asks: {note}" if note else ""),
+            data=writer_prompt_data(
+                title=self.title, questions=questions, findings=findings, titles=titles, brief=brief
+            ),
+        )
+        deps = WriterDeps(store=self.store, finding_ids={f["id"] for f in findings})
+        try:
+            draft: Draft = await self._agent(writer_agent, prompt, deps, Role.WRITER)
+            return draft.markdown
+        except UnexpectedModelBehavior as exc:
+            # The model could not write a valid report: the findings are composed instead.
+            self.warnings.append("writer_failed:composed_from_findings")
+            logger.warning("writer failed: %s", exc)
+            return compose_from_findings(
+                title=self.title,
+                plan=self.plan,
+                engine_state=self.state,
+                findings=findings,
+                titles=titles,
+                note=EXTRACTIVE_NOTE,
+            )
+
+    async def _review(self, draft: str) -> str:
+        """Up to the preset's rubric iterations: the critic grades the draft; its gaps go back to
+        researchers and the writer writes again."""
+        rounds = self.preset.rubric_iterations
+        while self.state.get("critic_rounds", 0) < rounds:
+            round_number = self.state.get("critic_rounds", 0) + 1
+            await self._progress("reviewing", round=round_number, rounds=rounds)
+            findings = list(self.store.findings)
+            data = critic_prompt_data(
+                draft=draft,
+                rubric=self.rubric,
+                questions=[
+                    {"index": i, "question": s["question"], "swept": bool(s.get("sweep"))}
+                    for i, s in enumerate(self.plan)
+                ],
+                findings=findings,
+                cited=cited_finding_ids(draft),
+            )
+            prompt = request_prompt(
+                prompt=self.prompt, rubric=self.rubric, intro="Review this draft.", data=data
+            )
+            deps = CriticDeps(finding_ids={f["id"] for f in findings}, questions=len(self.plan))
+            try:
+                critique: Critique = await self._agent(critic_agent, prompt, deps, Role.CRITIC)
+            except UnexpectedModelBehavior as exc:
+                self.warnings.append("critic_failed")
+                logger.warning("critic failed: %s", exc)
+                break
+            self.state["critic_rounds"] = round_number
+            for finding_id in critique.unsupported_findings:
+                self.warnings.append(f"finding_disputed:{finding_id}")
+            await self._progress("reviewing", round=round_number, rounds=rounds, checkpoint=True)
+            if critique.satisfied or (not critique.gaps and not critique.uncited_findings):
+                break
+            if critique.gaps:
+                directions = [
+                    Direction(
+                        g.direction,
+                        (g.direction, keywords(g.direction) or g.direction),
+                        plan_index=g.question,
+                        level=self.preset.depth + round_number,
+                        origin=ORIGIN_GAP,
+                    )
+                    for g in critique.gaps[: self.breadth]
+                ]
+                before = len(self.store.findings)
+                await self._research(
+                    directions, level=self.preset.depth + round_number, levels=self.preset.depth + rounds
+                )
+                if len(self.store.findings) == before and not critique.uncited_findings:
+                    break  # nothing new to write from
+            note = ""
+            if critique.uncited_findings:
+                note = f"cite findings {critique.uncited_findings[:50]} too"
+            draft = await self._write(note=note)
+        return draft
+
+    # --- Helpers --------------------------------------------------------------------------------
+    async def _agent(
+        self, agent: Agent, prompt: str, deps: Any, role: Role, *, check_cancel: bool = True
+    ) -> Any:
+        """One agent run of `role`, checking for a cancel before each of its model requests."""
+        limits = UsageLimits(request_limit=REQUESTS_PER_ROLE[role], tool_calls_limit=None)
+        gate = BudgetGate(self.store.budget, role.value)
+        async with agent.iter(
+            prompt, deps=deps, model=self.minds.model(role), usage_limits=limits, capabilities=[gate]
+        ) as run:
+            async for node in run:
+                if check_cancel and agent.is_model_request_node(node) and await self.store.cancel_pending():
+                    raise RunCancelled
+        return run.result.output
+
+    def _counts(self) -> dict[str, Any]:
+        """What the sweep has judged so far, carried through every later progress record."""
+        if "sweep_candidates" not in self.state:
+            return {}
+        judged = {int(d) for e in (self.state.get("sweep") or {}).values() for d in e.get("judged", [])}
+        return {"documents_swept": len(judged), "documents_total": len(self.state["sweep_candidates"])}
+
+    async def _progress(
+        self, phase: str, *, checkpoint: bool = False, strategy: str | None = None, **details: Any
+    ) -> None:
+        progress = {"phase": phase, "strategy": self.state.get("strategy"), **self._counts(), **details}
+        await self.store.record_progress(
+            progress, state=dict(self.state) if checkpoint else None, strategy=strategy
+        )
+
+
+async def _all(coroutines: Any) -> list[Any]:
+    """Run the coroutines as tasks on the run's loop; the first failure cancels the rest and is
+    raised (a budget running out, a cancel, a lost lease end the whole step)."""
+    tasks = [asyncio.ensure_future(c) for c in coroutines]
+    if not tasks:
+        return []
+    _done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    failed = next((t for t in tasks if t.done() and not t.cancelled() and t.exception() is not None), None)
+    if failed is not None:
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        raise failed.exception()
+    return [t.result() for t in tasks]
+
+
+def _round_robin(groups: list[list[T]]) -> list[list[T]]:
+    rounds: list[list[T]] = []
+    depth = max((len(g) for g in groups), default=0)
+    for i in range(depth):
+        rounds.append([g[i] for g in groups if i < len(g)])
+    return rounds
+
+
+def _preview(text: str, limit: int = 80) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "\u2026"

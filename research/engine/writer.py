@@ -1,0 +1,167 @@
+"""The writer: composes the report from the run's findings only, citing findings (never bare
+passages) as `<cite findings="...">`; and its offline mind, which groups each swept question's
+findings by position (their quotes' embeddings, through the group_findings tool) and composes
+the extractive report of research.drafts: every statement a finding's claim or a count."""
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field
+from pydantic_ai import Agent, ModelRetry, RunContext, ToolOutput
+from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from research.drafts import Position, QuestionSummary, compose_report
+from research.engine.budget import BudgetExhausted
+from research.engine.prompts import WRITER_INSTRUCTIONS, read_data, tool_returns
+from research.engine.store import RunStore
+
+OFFLINE_WRITER = "deepcite-offline-writer"
+EXTRACTIVE_NOTE = "Extractive report by the Deepcite offline engine: each finding quotes the corpus verbatim."
+GROUP_MIN_FINDINGS = 2
+_CITED_FINDINGS = re.compile(r"""<cite\b[^>]*\bfindings\s*=\s*["']([^"']*)["']""", re.IGNORECASE)
+
+
+@dataclass
+class WriterDeps:
+    store: RunStore
+    finding_ids: set[int]
+
+
+class Draft(BaseModel):
+    markdown: str = Field(description='The report in markdown with <cite findings="..."> placeholders.')
+
+
+writer_agent = Agent(
+    deps_type=WriterDeps,
+    output_type=ToolOutput(Draft, name="submit_report", description="Submit the finished report."),
+    instructions=WRITER_INSTRUCTIONS,
+    name="deepcite-writer",
+    retries=2,
+)
+
+
+@writer_agent.tool
+async def group_findings(ctx: RunContext[WriterDeps], finding_ids: list[int]) -> dict[str, Any] | str:
+    """Group these findings by the position their quotes take (most central finding first)."""
+    wanted = [i for i in dict.fromkeys(finding_ids) if i in ctx.deps.finding_ids]
+    if not wanted:
+        return "error[no_findings]: name ids of this run's findings"
+    try:
+        groups = await ctx.deps.store.group_findings(finding_ids=wanted)
+    except BudgetExhausted as exc:
+        return f"error[budget_exhausted]: {exc}"
+    return {"groups": groups}
+
+
+@writer_agent.output_validator
+def _validate(ctx: RunContext[WriterDeps], draft: Draft) -> Draft:
+    cited = cited_finding_ids(draft.markdown)
+    unknown = sorted(cited - ctx.deps.finding_ids)
+    if unknown:
+        raise ModelRetry(
+            f"findings {unknown[:20]} do not exist; cite only ids of this run's findings "
+            f"({min(ctx.deps.finding_ids, default=0)}..{max(ctx.deps.finding_ids, default=0)})"
+        )
+    if ctx.deps.finding_ids and not cited:
+        raise ModelRetry('cite the findings behind each statement as <cite findings="ID">statement</cite>')
+    return draft
+
+
+def cited_finding_ids(markdown: str) -> set[int]:
+    ids: set[int] = set()
+    for match in _CITED_FINDINGS.finditer(markdown or ""):
+        ids.update(
+            int(t)
+            for t in re.split(r"[\s,;]+", match.group(1))
+            if t.isascii() and t.isdigit() and len(t) < 10
+        )
+    return ids
+
+
+def writer_prompt_data(
+    *,
+    title: str,
+    questions: list[QuestionSummary],
+    findings: list[dict[str, Any]],
+    titles: dict[int, str],
+    brief: bool,
+) -> dict[str, Any]:
+    return {
+        "title": title,
+        "brief": brief,
+        "questions": [
+            {
+                "index": q.index,
+                "question": q.question,
+                "swept": q.swept,
+                "documents_examined": q.documents_examined,
+                "not_addressing": list(q.not_addressing),
+                "addressing": list(q.addressing),
+            }
+            for q in questions
+        ],
+        "findings": [
+            {
+                "id": f["id"],
+                "question": f.get("question"),
+                "section": f.get("section"),
+                "document_id": f["document_id"],
+                "document_title": titles.get(f["document_id"], ""),
+                "claim": f["claim"],
+                "quote": f["quote"],
+                "origin": f.get("origin"),
+                "position": f.get("position"),
+            }
+            for f in findings
+        ],
+    }
+
+
+# --- The offline mind ----------------------------------------------------------------------------
+def offline_writer() -> FunctionModel:
+    def write(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        data = read_data(messages) or {}
+        questions = [
+            QuestionSummary(
+                index=q["index"],
+                question=q["question"],
+                swept=q["swept"],
+                documents_examined=q["documents_examined"],
+                not_addressing=q["not_addressing"],
+                addressing=q.get("addressing", []),
+            )
+            for q in data.get("questions", [])
+        ]
+        findings = data.get("findings", [])
+        returns = tool_returns(messages)
+        if not returns and not data.get("brief"):
+            calls = []
+            for q in questions:
+                ids = [f["id"] for f in findings if f.get("question") == q.index]
+                if q.swept and len(ids) >= GROUP_MIN_FINDINGS:
+                    calls.append(
+                        ToolCallPart("group_findings", {"finding_ids": ids}, tool_call_id=f"group-{q.index}")
+                    )
+            if calls:
+                return ModelResponse(parts=calls, model_name=OFFLINE_WRITER)
+        positions = {}
+        for call_id, content in returns.items():
+            if call_id.startswith("group-") and isinstance(content, dict):
+                positions[int(call_id.removeprefix("group-"))] = [
+                    Position(g["label"], g["finding_ids"]) for g in content.get("groups", [])
+                ]
+        markdown = compose_report(
+            title=data.get("title", ""),
+            questions=questions,
+            findings=findings,
+            document_titles={f["document_id"]: f["document_title"] for f in findings},
+            positions=positions,
+            note=EXTRACTIVE_NOTE,
+            brief=bool(data.get("brief")),
+        )
+        call = ToolCallPart("submit_report", {"markdown": markdown}, tool_call_id="submit")
+        return ModelResponse(parts=[call], model_name=OFFLINE_WRITER)
+
+    return FunctionModel(write, model_name=OFFLINE_WRITER)
