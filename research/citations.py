@@ -320,24 +320,35 @@ class _FootnoteRenderer:
     def _finding_anchors(self, raw_ids: str) -> list[tuple[int, str]]:
         """(passage id, quote) of each finding named, where its passage may be cited."""
         anchors = []
+        for finding_id in self._ids(raw_ids):
+            found = self.findings.get(finding_id)
+            if found is None:
+                self.warnings.append(f"{WARNING_UNKNOWN_FINDING}:{finding_id}")
+            elif self._citable(found[0]):
+                anchors.append(found)
+        return anchors
+
+    def _ids(self, raw_ids: str) -> list[int]:
+        """The numeric ids of a cite attribute; anything else is warned about and dropped."""
+        ids = []
         for token in re.split(r"[\s,;]+", raw_ids.strip()):
             if not token:
                 continue
-            if not _is_passage_id(token):
-                self.warnings.append(f"{WARNING_CITE_MALFORMED}:{_preview(token)}")
-                continue
-            found = self.findings.get(int(token))
-            if found is None:
-                self.warnings.append(f"{WARNING_UNKNOWN_FINDING}:{int(token)}")
-                continue
-            pid, quote = found
-            if pid not in self.passages:
-                self.warnings.append(f"{WARNING_UNKNOWN_ID}:{pid}")
-            elif pid not in self.retrieved:
-                self.warnings.append(f"{WARNING_UNRETRIEVED_ID}:{pid}")
+            if _is_passage_id(token):
+                ids.append(int(token))
             else:
-                anchors.append((pid, quote))
-        return anchors
+                self.warnings.append(f"{WARNING_CITE_MALFORMED}:{_preview(token)}")
+        return ids
+
+    def _citable(self, pid: int) -> bool:
+        """Whether a passage exists in this corpus and this run retrieved it (else a warning)."""
+        if pid not in self.passages:
+            self.warnings.append(f"{WARNING_UNKNOWN_ID}:{pid}")
+            return False
+        if pid not in self.retrieved:
+            self.warnings.append(f"{WARNING_UNRETRIEVED_ID}:{pid}")
+            return False
+        return True
 
     def _checked_quotes(self, text: str, sources: list[str]) -> str:
         """`text` with every quotation of PROSE_QUOTE_MIN_WORDS or more words that is not
@@ -370,18 +381,8 @@ class _FootnoteRenderer:
 
     def _anchors(self, raw_ids: str) -> list[int]:
         anchors: list[int] = []
-        for token in re.split(r"[\s,;]+", raw_ids.strip()):
-            if not token:
-                continue
-            if not _is_passage_id(token):
-                self.warnings.append(f"{WARNING_CITE_MALFORMED}:{_preview(token)}")
-                continue
-            pid = int(token)
-            if pid not in self.passages:
-                self.warnings.append(f"{WARNING_UNKNOWN_ID}:{pid}")
-                continue
-            if pid not in self.retrieved:
-                self.warnings.append(f"{WARNING_UNRETRIEVED_ID}:{pid}")
+        for pid in self._ids(raw_ids):
+            if not self._citable(pid):
                 continue
             if self.passages[pid].is_heading:
                 pid = self._body_for_heading(pid)

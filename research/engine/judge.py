@@ -27,7 +27,7 @@ OFFLINE_JUDGE = "deepcite-offline-judge"
 # A document addresses a question when the mean of its best passage's share of the best BM25
 # score in the scope and its best sentence's share of the feedback reference's similarity
 # reaches EVIDENCE_MIN (or, with no reference, the BM25 share alone LEXICAL_RELATIVE_MIN) ...
-EVIDENCE_MIN = 0.65
+EVIDENCE_MIN = 0.68
 LEXICAL_RELATIVE_MIN = 0.5
 # ... and one of its sentences holds at least this share of the question's (rarity-weighted) words.
 SENTENCE_COVERAGE_MIN = 0.2

@@ -225,13 +225,7 @@ class RunStore:
                 if embedder is None:
                     references.append(None)
                     continue
-                evidence, best = passage_search_by_document(
-                    corpus=self.corpus,
-                    query=question,
-                    document_ids=document_ids,
-                    per_document=per_document,
-                    scope=self.document_ids,
-                )
+                evidence, best = self._by_document(question, document_ids, per_document)
                 ranked = sorted(evidence, key=lambda e: -_first_stage(e, best))[:REFERENCE_DOCUMENTS]
                 chosen = [candidate_sentences(question, [passage_view(p) for p, _ in e.hits]) for e in ranked]
                 references.append(_reference(embedder, question, chosen))
@@ -263,13 +257,7 @@ class RunStore:
             titles: dict[int, str] = {}
             bests: list[dict[str, float | None]] = []
             for index, question in enumerate(questions):
-                evidence, best = passage_search_by_document(
-                    corpus=self.corpus,
-                    query=question,
-                    document_ids=document_ids,
-                    per_document=per_document,
-                    scope=self.document_ids,
-                )
+                evidence, best = self._by_document(question, document_ids, per_document)
                 bests.append({"lexical": best.lexical, "dense": best.dense})
                 for document in evidence:
                     views = []
@@ -453,6 +441,16 @@ class RunStore:
             return [passage_view(p) for p in passages]
 
         return await database(work)
+
+    def _by_document(self, question: str, document_ids: Sequence[int], per_document: int) -> tuple[Any, Any]:
+        """Each document's own best passages for `question`, and the best scores in the run's scope."""
+        return passage_search_by_document(
+            corpus=self.corpus,
+            query=question,
+            document_ids=document_ids,
+            per_document=per_document,
+            scope=self.document_ids,
+        )
 
     def _log(self, call: ToolCall | Sequence[ToolCall], *, passage_ids: Sequence[int] = ()) -> None:
         report = report_tool_call_record(

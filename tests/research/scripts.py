@@ -5,20 +5,12 @@ tools, services and database are real."""
 from collections.abc import Callable
 from typing import Any
 
-from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
+from pydantic_ai.messages import ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from research.engine.prompts import tool_returns
+
 Step = Callable[[dict[str, Any]], list[ToolCallPart]]
-
-
-def tool_returns(messages) -> dict[str, Any]:
-    returns: dict[str, Any] = {}
-    for message in messages:
-        if isinstance(message, ModelRequest):
-            for part in message.parts:
-                if isinstance(part, ToolReturnPart):
-                    returns[part.tool_call_id] = part.content
-    return returns
 
 
 def scripted(*steps: Step, after: Callable[[int], Any] | None = None) -> FunctionModel:

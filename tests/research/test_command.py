@@ -89,3 +89,35 @@ def test_research_errors_are_one_line_with_a_code(cli_corpus, args, message):
         call_command("research", *args)
     assert str(error.value).startswith(message)
     assert ResearchReport.objects.count() == 0
+
+
+def test_research_shows_its_progress_on_stderr_while_it_waits(cli_corpus, capsys):
+    # given a question about the collection, asked with per-request breadth and time limit
+    call_command(
+        "research",
+        "--corpus",
+        "Samples",
+        "--json",
+        "--breadth",
+        "2",
+        "--time-limit",
+        "120",
+        "Which of these agreements limit liability, and which can be terminated for convenience?",
+    )
+    out, err = capsys.readouterr()
+    # then the JSON carries the strategy and the last progress, and stderr showed the stages
+    report = json.loads(out)
+    assert report["strategy"] == "deep"
+    assert report["progress"]["phase"] == "completed"
+    stored = ResearchReport.objects.get(pk=report["report_id"])
+    assert (stored.breadth, stored.time_limit_seconds, len(stored.plan)) == (2, 120, 2)
+    lines = [line for line in err.splitlines() if line.startswith(f"report {stored.pk}: ")]
+    assert lines[-1].startswith(f"report {stored.pk}: completed")
+    assert any("running" in line for line in lines)
+
+
+def test_research_refuses_a_model_this_server_does_not_offer(cli_corpus):
+    with pytest.raises(CommandError) as error:
+        call_command("research", "--corpus", "Samples", "--model", "openai:gpt-5-pro", "x")
+    assert str(error.value).startswith("[model_not_allowed]")
+    assert ResearchReport.objects.count() == 0

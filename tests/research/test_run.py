@@ -685,3 +685,69 @@ def test_a_cancelled_run_resumed_continues_at_its_level_with_every_finding(user,
     assert stored.engine_state["levels_done"] == DEPTH_PRESETS["standard"].depth
     assert [e["tool"] for e in stored.tool_call_log].count("record_plan") == 1
     assert_closed_citation_graph(stored)
+
+
+def test_the_cost_limit_salvages_like_the_other_budgets_and_cost_is_counted_per_role(
+    user, corpus, samples, settings
+):
+    # given a priced model (PydanticAI's price data: gpt-4o-mini input at $0.15 per million tokens)
+    # spending $0.015 a request, and a run limited to $0.04
+    from pydantic_ai.messages import ModelResponse
+    from pydantic_ai.models.function import FunctionModel
+    from pydantic_ai.usage import RequestUsage
+
+    settings.RESEARCH_COST_LIMIT_USD = 0.04
+    report = report_start(user=user, corpus=corpus, prompt="liability")
+
+    def priced(messages, info):
+        n = sum(1 for m in messages if isinstance(m, ModelResponse))
+        return ModelResponse(
+            parts=[call("search_passages", f"s{n}", query="liability", mode="lexical")],
+            model_name="gpt-4o-mini",
+            provider_name="openai",
+            usage=RequestUsage(input_tokens=100_000, output_tokens=0),
+        )
+
+    with researcher_agent.override(model=FunctionModel(priced, model_name="gpt-4o-mini")):
+        report_run(report_id=report.pk)
+
+    # then the run stopped at the request that reached the limit, its spend recorded per role
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert "budget_exhausted:cost" in stored.warnings
+    usage = stored.model_usage
+    assert usage["roles"]["researcher"]["requests"] == 3
+    assert usage["roles"]["researcher"]["cost_usd"] == usage["cost_usd"] == 0.045
+    assert set(usage["roles"]) == {"researcher"}  # a short question: the fast path, cut short
+
+
+def test_the_report_page_shows_a_swept_questions_table_with_clickable_footnotes(user, corpus, client):
+    documents = _contracts(corpus, 11, insured=4)
+    report = report_start(user=user, corpus=corpus, prompt="Which of these agreements require insurance?")
+    report_run(report_id=report.pk)
+    stored = ResearchReport.objects.get(pk=report.pk)
+    client.force_login(user)
+    html = client.get(reverse("research:report-detail", kwargs={"slug": stored.slug})).content.decode()
+    table = html.split("<table>", 1)[1].split("</table>", 1)[0]
+    assert "<th>Document</th>" in table and "<th>Position</th>" in table and "<th>Evidence</th>" in table
+    assert table.count("<tr>") == 1 + 4  # the header and one row per insuring agreement
+    for citation in stored.citations:
+        assert f'href="#source-{citation["footnote"]}"' in html
+        assert f'id="source-{citation["footnote"]}"' in html
+    assert len(documents) == 11
+
+
+def test_the_report_page_says_how_the_engine_answered_and_how_far_a_run_has_got(
+    user, corpus, samples, client
+):
+    # given a run under way, sweeping
+    report = report_start(user=user, corpus=corpus, prompt="Which of these agreements limit liability?")
+    report_mark_running(report_id=report.pk)
+    ResearchReport.objects.filter(pk=report.pk).update(
+        strategy="deep",
+        progress={"phase": "sweeping", "level": 1, "levels": 2, "documents_swept": 8, "documents_total": 20},
+    )
+    client.force_login(user)
+    url = reverse("research:report-detail", kwargs={"slug": report.slug})
+    html = " ".join(client.get(url).content.decode().split())
+    assert "· deep research ·" in html
+    assert "This report is running, sweeping (level 1 of 2), 8 of 20 documents swept" in html
