@@ -1,20 +1,22 @@
 """Where a research run's CPU goes when one process carries many runs at once: the same N runs,
-the same 1 s model and the same five-request script as bench/concurrency.py, measured with
-one layer of the stack added at a time, all in this process on one event loop.
+the same 1 s model and the same script as bench/concurrency.py, measured with one layer of the
+stack added at a time, all in this process on one event loop.
 
     .venv/bin/python bench/concurrency_layers.py [--n 100] [--latency 1.0] [--findings 3]
         [--postgres URL] [--out FILE]
 
 Layers:
-  agent        the research agent (its real tool schemas, argument validation, instructions and
-               output tool) with a PydanticAI FunctionModel that sleeps `latency` per request;
+  agent        the researcher agent alone (its real tool schemas, argument validation,
+               instructions and output tool; its five requests are the ideal here) with a
+               PydanticAI FunctionModel that sleeps `latency` per request;
                its tools are stand-ins with the real signatures answering what the real tools
                answered once (no database, no HTTP)
   agent_http   the same stand-in tools, the model reached as in production: the OpenAI-compatible
                client (llms/providers.py) over HTTP to the model server of bench/concurrency.py,
                run in a subprocess so that its CPU is not counted
-  research     full research runs (report_start -> the run loop -> tools, checkpoints, finalize,
-               notification) on a fresh PostgreSQL database, in process, without Celery
+  research     full research runs (report_start -> the run loop -> planner, researcher, writer,
+               critic, checkpoints, finalize, notification) on a fresh PostgreSQL database, in
+               process, without Celery
 bench/concurrency.py adds the last layer: a Celery worker process taking the runs from Redis.
 
 Prints one JSON object: per layer wall, ratio to the ideal latency-bound throughput and this
@@ -203,6 +205,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     script = ScriptedResearcher(latency=args.latency, findings=args.findings)
     ideal_run = script.requests_per_run * args.latency
+    # The agent layers run the researcher alone: its search, its findings and its finish.
+    ideal_researcher = (script.findings + 2) * args.latency
     model_url, server = start_model_server(args.latency, args.findings)
     database_url, drop = temporary_postgres(args.postgres, "deepcite_bench_layers")
     atexit.register(drop)
@@ -223,13 +227,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     results = []
     mind = function_mind(script)
     wall, cpu = asyncio.run(agent_runs(args.n, tools, lambda: mind))
-    results.append(layer("agent", args.n, ideal_run, wall, cpu))
+    results.append(layer("agent", args.n, ideal_researcher, wall, cpu))
 
     def http_model():
         return configured_model(settings.RESEARCH_MODEL, shared_client=True).model
 
     wall, cpu = asyncio.run(agent_runs(args.n, tools, http_model))
-    results.append(layer("agent_http", args.n, ideal_run, wall, cpu))
+    results.append(layer("agent_http", args.n, ideal_researcher, wall, cpu))
 
     research_runs(user, corpora[-1:], "warm-up")
     wall, cpu = time.perf_counter(), time.process_time()

@@ -30,7 +30,7 @@ def test_concurrency_layers_bench_prints_one_json_object(tmp_path):
     assert [r["layer"] for r in result["results"]] == ["agent", "agent_http", "research"]
     for layer in result["results"]:
         assert layer["n"] == 2
-        # No run can beat the model: five answers of 0.2 s each.
+        # No run can beat the model: the researcher's five answers of 0.2 s each at least.
         assert layer["wall_seconds"] >= 1.0
         assert 0 < layer["ratio"] <= 1
         assert layer["cpu_per_run_ms"] > 0
