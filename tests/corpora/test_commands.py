@@ -10,9 +10,15 @@ from tests.embedding_server import EmbeddingServer
 from tests.factories import ACME_SUPPLY, INITECH_LICENSE, SEARCH_HIT_FIELDS, refuse_second_passage_inserts
 
 
-def run(*args) -> tuple[str, str]:
+def run(*args, status: int = 0) -> tuple[str, str]:
+    """The command's stdout and stderr; it must end with exit status `status`."""
     out, err = StringIO(), StringIO()
-    call_command(*args, stdout=out, stderr=err)
+    try:
+        call_command(*args, stdout=out, stderr=err)
+        code = 0
+    except SystemExit as exit_:
+        code = exit_.code
+    assert code == status, err.getvalue()
     return out.getvalue(), err.getvalue()
 
 
@@ -31,7 +37,8 @@ def folder(tmp_path):
 
 @pytest.mark.django_db
 def test_ingest_folder_reports_each_bad_file_and_ends_with_a_json_summary(folder):
-    out, err = run("ingest", str(folder), "--corpus", "Legal")
+    # the exit status says that some files failed; the summary says which and why
+    out, err = run("ingest", str(folder), "--corpus", "Legal", status=1)
 
     summary = json.loads(out.strip().splitlines()[-1])
     assert summary["added"] == 3
@@ -50,9 +57,11 @@ def test_ingest_folder_reports_each_bad_file_and_ends_with_a_json_summary(folder
 
 @pytest.mark.django_db
 def test_ingest_twice_skips_what_is_already_there(folder):
-    run("ingest", str(folder), "--corpus", "Legal")
+    run("ingest", str(folder), "--corpus", "Legal", status=1)
 
-    out, _ = run("ingest", str(folder / "acme.md"), str(folder / "missing.txt"), "--corpus", "Legal")
+    out, _ = run(
+        "ingest", str(folder / "acme.md"), str(folder / "missing.txt"), "--corpus", "Legal", status=1
+    )
 
     summary = json.loads(out.strip().splitlines()[-1])
     assert (summary["added"], summary["skipped"], summary["failed"]) == (0, 1, 1)
@@ -62,7 +71,7 @@ def test_ingest_twice_skips_what_is_already_there(folder):
 
 @pytest.mark.django_db
 def test_search_prints_a_json_array_of_passages(folder):
-    run("ingest", str(folder), "--corpus", "Legal")
+    run("ingest", str(folder), "--corpus", "Legal", status=1)
 
     out, _ = run(
         "search", "--corpus", "Legal", "governing law", "--top-k", "2", "--mode", "lexical", "--json"
@@ -78,7 +87,7 @@ def test_search_prints_a_json_array_of_passages(folder):
 
 @pytest.mark.django_db
 def test_search_queries_file_prints_one_array_per_line(folder, tmp_path):
-    run("ingest", str(folder), "--corpus", "Legal")
+    run("ingest", str(folder), "--corpus", "Legal", status=1)
     queries = tmp_path / "queries.txt"
     queries.write_text('Delaware\n\nnon-compete\n"*:AND\n', encoding="utf-8")
 
@@ -93,7 +102,7 @@ def test_search_queries_file_prints_one_array_per_line(folder, tmp_path):
 
 @pytest.mark.django_db
 def test_search_errors_are_one_line_with_a_code(folder):
-    run("ingest", str(folder), "--corpus", "Legal")
+    run("ingest", str(folder), "--corpus", "Legal", status=1)
 
     with pytest.raises(CommandError, match=r"\[corpus_not_found\]"):
         run("search", "--corpus", "Nope", "x")
@@ -107,7 +116,7 @@ def test_search_errors_are_one_line_with_a_code(folder):
 
 @pytest.mark.django_db
 def test_another_users_corpus_is_not_found_by_name(folder):
-    run("ingest", str(folder), "--corpus", "Legal", "--user", "alice")
+    run("ingest", str(folder), "--corpus", "Legal", "--user", "alice", status=1)
 
     with pytest.raises(CommandError, match=r"\[corpus_not_found\]"):
         run("search", "--corpus", "Legal", "Delaware", "--user", "mallory")
@@ -118,7 +127,7 @@ def test_ingest_without_broker_embeds_before_returning(folder, settings):
     with EmbeddingServer() as server:
         settings.EMBEDDING_BACKEND = "openai"
         settings.EMBEDDING_URL = server.url
-        out, _ = run("ingest", str(folder), "--corpus", "Legal")
+        out, _ = run("ingest", str(folder), "--corpus", "Legal", status=1)
         dense, _ = run("search", "--corpus", "Legal", "Delaware law", "--mode", "dense", "--json")
         deferred, _ = run("ingest", str(folder / "acme.md"), "--corpus", "Other", "--no-embed")
         embedded, _ = run("embed", "--corpus", "Other")
@@ -136,7 +145,7 @@ def test_an_unexpected_database_failure_skips_that_file_only(tmp_path):
     (tmp_path / "long.md").write_text(ACME_SUPPLY, encoding="utf-8")  # several passages
     refuse_second_passage_inserts("disk on fire")
 
-    out, _ = run("ingest", str(tmp_path), "--corpus", "Legal")
+    out, _ = run("ingest", str(tmp_path), "--corpus", "Legal", status=1)
 
     summary = json.loads(out.strip().splitlines()[-1])
     assert (summary["added"], summary["failed"]) == (1, 1)
@@ -144,3 +153,13 @@ def test_an_unexpected_database_failure_skips_that_file_only(tmp_path):
     assert failure["code"] == "ingest_failed"
     assert "disk on fire" in failure["message"]
     assert list(Document.objects.values_list("source_name", flat=True)) == ["short.txt"]
+
+
+@pytest.mark.django_db
+def test_ingest_exits_0_when_every_file_was_stored_or_already_there(folder):
+    run("ingest", str(folder / "acme.md"), "--corpus", "Legal")
+    out, _ = run(
+        "ingest", str(folder / "acme.md"), str(folder / "nested" / "initech.txt"), "--corpus", "Legal"
+    )
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert (summary["added"], summary["skipped"], summary["failed"]) == (1, 1, 0)

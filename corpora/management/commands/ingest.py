@@ -72,6 +72,9 @@ class Command(BaseCommand):
         summary["failures"] = failures
         summary["seconds"] = round(time.perf_counter() - started, 3)
         self.stdout.write(dumps(summary))
+        if summary["failed"]:
+            # The summary says which files and why; the exit status tells a script that some did.
+            raise SystemExit(1)
 
     def _ingest_one(self, corpus, path: Path, summary: dict, failures: list, bar: tqdm) -> None:
         try:
