@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_CORPUS := Northwind demo
 
-.PHONY: install test test-postgres lint demo bench clean
+.PHONY: install test test-postgres lint demo serve bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,11 @@ demo: install
 	$(BIN)/python manage.py search --corpus "$(DEMO_CORPUS)" "How long are backups kept after a document is deleted?" --top-k 3
 	$(BIN)/python manage.py research --corpus "$(DEMO_CORPUS)" --depth standard \
 		"Please research backup retention, data deletion after termination and the incident response process"
+
+serve: install
+	$(BIN)/python manage.py migrate --noinput -v 0
+	$(BIN)/python manage.py localaccount
+	$(BIN)/python manage.py runserver 127.0.0.1:8000
 
 bench: install
 	$(BIN)/python bench/retrieval.py

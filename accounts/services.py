@@ -1,10 +1,14 @@
-"""API tokens: created (the secret is returned once), checked, revoked."""
+"""Accounts and API tokens: accounts created with a validated password; tokens created (the
+secret is returned once), checked, revoked."""
 
 import hashlib
 import secrets
 from dataclasses import dataclass
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
 from django.utils import timezone
 
 from accounts.models import TOKEN_NAME_MAX_CHARS, ApiToken
@@ -81,3 +85,47 @@ def api_token_authenticate(*, secret: str) -> AbstractBaseUser | None:
     ):
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
     return token.user
+
+
+# --- Accounts ---------------------------------------------------------------------------------
+class AccountError(ApplicationError):
+    code = "account_error"
+
+
+class UsernameTaken(AccountError):
+    code = "user_exists"
+
+
+class PasswordInvalid(AccountError):
+    code = "password_invalid"
+
+
+class UserNotFound(AccountError):
+    code = "user_not_found"
+
+
+def user_create(*, username: str, password: str, email: str = "") -> AbstractBaseUser:
+    """A normal account (not staff) that signs in with `password`, checked by the project's
+    password validators."""
+    user_model = get_user_model()
+    username = (username or "").strip()
+    if not username or user_model.objects.filter(username=username).exists():
+        raise UsernameTaken(f"the username {username!r} is empty or taken", field="username")
+    candidate = user_model(username=username, email=email)
+    try:
+        validate_password(password, user=candidate)
+    except ValidationError as error:
+        raise PasswordInvalid(" ".join(error.messages), field="password") from error
+    return user_model.objects.create_user(username=username, email=email, password=password)
+
+
+def user_password_ensure(*, username: str) -> str | None:
+    """Give the account `username` (made if missing) a generated password if it has no usable
+    one, and return it; None when it already has one. For a local first run only."""
+    user, _ = get_user_model().objects.get_or_create(username=username)
+    if user.has_usable_password():
+        return None
+    password = secrets.token_urlsafe(12)
+    user.set_password(password)
+    user.save(update_fields=["password"])
+    return password
