@@ -358,3 +358,47 @@ def test_an_unreachable_server_exits_1_with_connection_failed(token):
 
     assert result.returncode == 1
     assert result.stderr.startswith("deepcite: [connection_failed] cannot reach http://127.0.0.1:9/graphql")
+
+
+def test_research_takes_per_request_breadth_and_time_limit_and_shows_the_stages(live_server, token, samples):
+    result = deepcite(
+        "research",
+        "Research liability caps, governing law and termination",
+        "--corpus",
+        str(samples.pk),
+        "--breadth",
+        "2",
+        "--time-limit",
+        "120",
+        "--json",
+        "--poll",
+        "0.1",
+        url=live_server.url,
+        token=token,
+    )
+
+    assert result.returncode == 0, result.stderr
+    body = json.loads(result.stdout)
+    report = ResearchReport.objects.get(pk=decode_id(body["task_id"], "ResearchReport"))
+    assert (report.breadth, report.time_limit_seconds, len(report.plan)) == (2, 120, 2)
+    assert body["strategy"] == "deep"
+    # the last progress line on stderr is the ending, with the run's findings
+    lines = [line for line in result.stderr.splitlines() if line.startswith(body["task_id"])]
+    assert lines[-1].startswith(f"{body['task_id']}: completed")
+    assert f"{len(report.findings)} finding" in lines[-1]
+
+
+def test_research_refuses_a_model_the_server_does_not_offer(live_server, token, samples):
+    result = deepcite(
+        "research",
+        "x",
+        "--corpus",
+        str(samples.pk),
+        "--model",
+        "openai:gpt-5-pro",
+        url=live_server.url,
+        token=token,
+    )
+    assert result.returncode == 1
+    assert "[model_not_allowed]" in result.stderr
+    assert ResearchReport.objects.count() == 0

@@ -751,3 +751,18 @@ def test_the_report_page_says_how_the_engine_answered_and_how_far_a_run_has_got(
     html = " ".join(client.get(url).content.decode().split())
     assert "· deep research ·" in html
     assert "This report is running, sweeping (level 1 of 2), 8 of 20 documents swept" in html
+
+
+def test_findings_the_critic_disputes_are_kept_and_flagged(report):
+    # given a critic that says the quote of finding 1 does not support its claim (and 99 is unknown)
+    def disputes(returns):
+        return [call("submit_critique", "c", satisfied=True, unsupported_findings=[1, 99])]
+
+    with critic_agent.override(model=scripted(disputes)):
+        report_run(report_id=report.pk)
+
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.status == ReportStatus.COMPLETED
+    assert "finding_disputed:1" in stored.warnings
+    assert "finding_disputed:99" not in stored.warnings
+    assert stored.findings[0]["id"] == 1  # nothing a role produced is lost
