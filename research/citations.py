@@ -59,7 +59,8 @@ class RenderedReport:
 
 # --- Patterns -------------------------------------------------------------------------------
 _CITE = re.compile(r"<cite\b([^>]*)>(.*?)</cite\s*>", re.IGNORECASE | re.DOTALL)
-_CITE_LEFTOVER = re.compile(r"<\s*/?\s*cite\b[^>]*>?", re.IGNORECASE)
+# A leftover tag ends at its ">", a line's end or one of our footnote markers, never past them.
+_CITE_LEFTOVER = re.compile("<\\s*/?\\s*cite\\b[^>\n\ue000\ue001]*>?", re.IGNORECASE)
 _ATTR = re.compile(r"""([a-zA-Z_]+)\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))""")
 _SOURCES_HEADING = re.compile(
     r"^\s{0,3}(#{1,6})\s*(?:\d+[.)]\s*)?"
@@ -74,8 +75,11 @@ _SOURCES_PSEUDO_HEADING = re.compile(
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s")
 _FOOTNOTE_DEFINITION = re.compile(r"^\s{0,3}\[\^[^\]\n]*\]:.*$", re.MULTILINE)
 _FOOTNOTE_MARKER = re.compile(r"\[\^[^\]\n]*\]")
-_IMAGE = re.compile(r"!\[([^\]\n]*)\]\(([^)\n]*)\)")
-_LINK = re.compile(r"\[([^\]\n]*)\]\(\s*<?([^)\s>]*)>?(?:\s+[\"'][^\n]*?[\"'])?\s*\)")
+# A link's address may hold balanced parentheses ("https://en.wikipedia.org/wiki/Portal_(web)",
+# "javascript:alert(1)"): a link ends at the parenthesis that closes it, not the first one.
+_URL = r"(?:[^()\s<>]|\([^()\s<>]*\))*"
+_IMAGE = re.compile(rf"!\[([^\]\n]*)\]\(\s*<?({_URL})>?(?:\s+[\"'][^\n]*?[\"'])?\s*\)")
+_LINK = re.compile(rf"\[([^\]\n]*)\]\(\s*<?({_URL})>?(?:\s+[\"'][^\n]*?[\"'])?\s*\)")
 _REFERENCE_DEFINITION = re.compile(r"^\s{0,3}\[[^\]\n]+\]:\s*\S+.*$", re.MULTILINE)
 _AUTOLINK = re.compile(r"<((?:https?|ftp|mailto|javascript|data|file):[^>\s]*)>", re.IGNORECASE)
 _BARE_URL = re.compile(r"\b(?:https?|ftp)://[^\s<>()\[\]]+", re.IGNORECASE)

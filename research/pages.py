@@ -59,14 +59,22 @@ def report_body_html(report: ResearchReport) -> str:
     if body.startswith(SOURCES_HEADING):
         body = ""
     known = {c["footnote"] for c in report.citations}
+    anchored: set[int] = set()
 
     def marker(match: re.Match[str]) -> str:
         number = int(match.group(1))
         if number not in known:
             return ""
-        return f'<sup id="ref-{number}"><a href="#source-{number}">{number}</a></sup>'
+        link = f'<a href="#source-{number}">{number}</a>'
+        if number in anchored:  # a footnote cited again: one element may carry its id
+            return f"<sup>{link}</sup>"
+        anchored.add(number)
+        return f'<sup id="ref-{number}">{link}</sup>'
 
-    rendered = markdown.markdown(_MARKER.sub(marker, body), extensions=["tables", "sane_lists"])
+    # Markup in the report's text (a document's "<b>", a model's tags) is shown as text, never
+    # parsed: only markdown and our own footnote markers become HTML.
+    escaped = body.replace("<", "&lt;")
+    rendered = markdown.markdown(_MARKER.sub(marker, escaped), extensions=["tables", "sane_lists"])
     return nh3.clean(
         rendered,
         tags=_ALLOWED_TAGS,

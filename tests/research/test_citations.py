@@ -493,7 +493,7 @@ def test_link_to_a_source_that_was_not_retrieved_is_removed():
         ("See [this](https://evil.example/x).", "See this.", "https://evil.example/x"),
         ('See [this](https://evil.example/x "Title").', "See this.", "https://evil.example/x"),
         ("See [the MSA](msa.pdf).", "See the MSA.", "msa.pdf"),
-        ("See [it](javascript:alert(1)).", "See it).", "javascript:alert(1"),
+        ("See [it](javascript:alert(1)).", "See it.", "javascript:alert(1)"),
         ("See <https://evil.example/x>.", "See .", "https://evil.example/x"),
         ("See <javascript:alert(1)>.", "See .", "javascript:alert(1)"),
         ("See https://evil.example/x now.", "See  now.", "https://evil.example/x"),
@@ -536,7 +536,7 @@ def test_link_rebuilt_by_removing_a_stray_tag_is_removed():
 
     # then
     assert "javascript" not in report.content
-    assert report.warnings == [f"{WARNING_CITE_MALFORMED}:1", f"{WARNING_LINK_REMOVED}:javascript:alert(1"]
+    assert report.warnings == [f"{WARNING_CITE_MALFORMED}:1", f"{WARNING_LINK_REMOVED}:javascript:alert(1)"]
 
 
 def test_footnote_inside_a_removed_link_is_not_numbered():
@@ -805,3 +805,50 @@ def test_quotations_in_the_prose_must_be_verbatim_in_a_cited_passage(draft, body
     assert _body(report) == body
     removed = [w for w in report.warnings if w.startswith("quote_removed:")]
     assert bool(removed) == ("[\u2026]" in body)
+
+
+# Whatever a claim holds (links with parentheses in their address, javascript: links, images,
+# HTML, stray parentheses), each finding it cites keeps its own footnote and quote.
+_HOSTILE = st.sampled_from(
+    [
+        "[the portal](https://en.wikipedia.org/wiki/Portal_(web))",
+        "[x](javascript:alert(1))",
+        "![pixel](https://evil.example/p_(1).png)",
+        '<b onclick="x()">bold</b>',
+        "<script>alert(1)</script>",
+        "(see clause (a)(ii))",
+        ")(",
+        "[^7]",
+        '"quoted words that are nowhere"',
+        '<cite findings="2">',
+        "</cite>",
+        "plain words",
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    claims=st.lists(
+        st.tuples(
+            st.sampled_from([1, 2, 3]), st.lists(_HOSTILE | st.text(max_size=12), max_size=5).map(" ".join)
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_property_hostile_claims_never_lose_or_swap_a_findings_footnote(claims):
+    # given claims with hostile content, each citing one finding
+    draft = "\n\n".join(f'<cite findings="{finding}">{text}</cite>' for finding, text in claims)
+    # when
+    report = citations_render(draft=draft, passages=PASSAGES, retrieved_ids=ALL_IDS, findings=FINDINGS)
+    # then each finding a well-formed cite named has a footnote with its own quote
+    quotes = {f["id"]: (f["passage_id"], f["quote"]) for f in FINDINGS}
+    rendered = {(c["passage_id"], c["quote"]) for c in report.citations}
+    wellformed = {
+        finding for finding, text in claims if "<cite" not in text.lower() and "</cite" not in text.lower()
+    }
+    assert {quotes[f] for f in wellformed} <= rendered
+    assert rendered <= set(quotes.values())
+    assert "<cite" not in report.content.lower()
+    assert "javascript:" not in _body(report) and "evil.example" not in _body(report)

@@ -1,4 +1,5 @@
 import asyncio
+import re
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -533,7 +534,11 @@ def test_the_report_page_is_creator_only_and_sanitized(user, other_user, report,
     assert client.get(url).status_code == 404  # someone else's: as if missing
     client.force_login(user)
     html = client.get(url).content.decode()
-    assert "<script>alert" not in html and "onerror" not in html and "onclick" not in html
+    # markup in the report is shown as text, never run: no script, no element with an event handler
+    article = html.split("<article>", 1)[1].split("</article>", 1)[0]
+    assert "<script" not in article and "<img" not in article and "<b " not in article
+    assert not re.search(r"<[^>]+\bon\w+\s*=", html)
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in article
     assert 'href="#source-1"' in html and 'id="source-1"' in html
     assert f"<mark>{LIABILITY_SENTENCE}</mark>" in html.replace("\n", " ")
 
@@ -766,3 +771,51 @@ def test_findings_the_critic_disputes_are_kept_and_flagged(report):
     assert "finding_disputed:1" in stored.warnings
     assert "finding_disputed:99" not in stored.warnings
     assert stored.findings[0]["id"] == 1  # nothing a role produced is lost
+
+
+def test_a_quote_holding_a_link_with_parentheses_keeps_its_words_and_its_own_footnote(user, corpus):
+    # given a document whose second paragraph holds a markdown link with a ")" in its address
+    ingest_text(
+        corpus,
+        "support.md",
+        "Severity one tickets are answered by the duty engineer within thirty minutes.\n\n"
+        "Customers open support tickets through [the portal](https://en.wikipedia.org/wiki/Portal_(web)) "
+        "at any hour of the day.\n\n"
+        "A [helper](javascript:alert(document.cookie)) link is never followed by the support staff.\n",
+    )
+    report = report_start(
+        user=user,
+        corpus=corpus,
+        prompt="Please research severity one tickets, and how customers open support tickets",
+    )
+    report_run(report_id=report.pk)
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.status == ReportStatus.COMPLETED
+    # then every finding is cited with its own quote, and the link's words read as written
+    cited = {(c["passage_id"], c["quote"]) for c in stored.citations}
+    assert {(f["passage_id"], f["quote"]) for f in stored.findings} <= cited
+    assert "through the portal at any hour" in stored.content
+    assert "portal)" not in stored.content and "javascript" not in stored.content.split("## Sources")[0]
+    assert not any(w.startswith("quote_not_verbatim") for w in stored.warnings)
+    assert_closed_citation_graph(stored)
+
+
+def test_a_footnote_cited_twice_gives_one_element_its_id(user, corpus, samples, client):
+    def find(returns):
+        pid = first_result(returns, "s1")["passage_id"]
+        return [call("record_finding", "f1", claim="c", quote=LIABILITY_SENTENCE, passage_ids=[pid])]
+
+    def write(returns):
+        draft = '<cite findings="1">First.</cite> <cite findings="1">Again.</cite>'
+        return [call("submit_report", "final", markdown=draft)]
+
+    report = report_start(user=user, corpus=corpus, prompt="liability")
+    with (
+        researcher_agent.override(model=scripted(_search, find, _finish)),
+        writer_agent.override(model=scripted(write)),
+    ):
+        report_run(report_id=report.pk)
+    client.force_login(user)
+    html = client.get(reverse("research:report-detail", kwargs={"slug": report.slug})).content.decode()
+    assert html.count('id="ref-1"') == 1
+    assert html.count('href="#source-1"') == 2

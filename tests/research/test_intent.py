@@ -1,0 +1,141 @@
+"""Tests of research.engine.intent: collection questions and the fast or deep strategy."""
+
+import pytest
+
+from research.constants import DEPTH_DEEP, DEPTH_SHALLOW, DEPTH_STANDARD
+from research.engine.intent import is_collection_question, strategy_for
+from research.models import ReportStrategy
+
+
+@pytest.fixture(autouse=True)
+def _limits(settings):
+    settings.RESEARCH_COLLECTION_MIN_DOCUMENTS = 10
+    settings.RESEARCH_FAST_PATH_MAX_WORDS = 12
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Which of these agreements allow assignment?",
+        "Do the contracts permit subcontracting?",
+        "How do they differ on governing law?",
+        "What does each contract say about audits?",
+        "Is remote work allowed under every policy?",
+        "How many leases renew automatically?",
+    ],
+)
+def test_collection_markers_make_a_collection_question(text):
+    # when asked of a collection of only two documents
+    collection = is_collection_question(text, documents=2)
+
+    # then the wording alone makes it a question about the collection
+    assert collection is True
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Governing law versus jurisdiction", "Compare the indemnity caps", "Where do the terms differ?"],
+)
+def test_comparison_words_make_a_collection_question(text):
+    assert is_collection_question(text, documents=0) is True
+
+
+@pytest.mark.parametrize(
+    "text", ["confidentiality obligations", "What is the notice period for termination?"]
+)
+def test_a_topic_or_a_single_fact_question_to_few_documents_is_not_a_collection_question(text):
+    assert is_collection_question(text, documents=3) is False
+
+
+def test_an_interrogative_question_is_a_collection_question_from_the_minimum_documents(settings):
+    # given a collection is 10 documents or more
+    settings.RESEARCH_COLLECTION_MIN_DOCUMENTS = 10
+    question = "May the receiving party disclose information to its advisers?"
+
+    # when it is put to 9 and to 10 documents
+    below = is_collection_question(question, documents=9)
+    at = is_collection_question(question, documents=10)
+
+    # then only the collection of 10 makes it a question about the collection
+    assert below is False
+    assert at is True
+
+
+def test_a_topic_is_not_a_collection_question_however_many_documents():
+    # a noun phrase is not interrogative, so a large collection does not make it one
+    assert is_collection_question("confidentiality obligations", documents=500) is False
+
+
+@pytest.mark.parametrize("depth", [DEPTH_STANDARD, DEPTH_SHALLOW])
+def test_a_short_single_question_to_few_documents_takes_the_fast_path(depth):
+    # when
+    strategy = strategy_for("What is the notice period for termination?", depth=depth, documents=3)
+
+    # then
+    assert strategy == ReportStrategy.FAST
+    assert strategy == "fast"
+
+
+def test_deep_depth_is_always_deep():
+    # given the question the fast path takes at standard depth
+    question = "What is the notice period for termination?"
+
+    # when
+    strategy = strategy_for(question, depth=DEPTH_DEEP, documents=1)
+
+    # then
+    assert strategy == ReportStrategy.DEEP
+    assert strategy == "deep"
+
+
+def test_a_question_longer_than_the_fast_path_limit_is_deep(settings):
+    # given a limit of 5 words and questions of 5 and 6 words
+    settings.RESEARCH_FAST_PATH_MAX_WORDS = 5
+
+    # when
+    five = strategy_for("What is the notice period?", depth=DEPTH_STANDARD, documents=3)
+    six = strategy_for("What is the notice period here?", depth=DEPTH_STANDARD, documents=3)
+
+    # then
+    assert five == ReportStrategy.FAST
+    assert six == ReportStrategy.DEEP
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        # two question marks
+        "What is the notice period??",
+        # a newline inside the question
+        "What is\nthe notice period?",
+        # research requests
+        "research the indemnity clause",
+        "deep dive into indemnities",
+        "report on confidentiality",
+        # an enumeration of topics
+        "liability, termination and insurance",
+        # a collection question
+        "Which of these agreements allow assignment?",
+    ],
+)
+def test_markers_of_research_make_a_short_prompt_deep(prompt):
+    # a short prompt to three documents, which the fast path would take without its marker
+    assert strategy_for(prompt, depth=DEPTH_STANDARD, documents=3) == ReportStrategy.DEEP
+
+
+def test_a_single_question_to_a_collection_is_deep(settings):
+    # given the single fact question the fast path takes with 9 documents
+    settings.RESEARCH_COLLECTION_MIN_DOCUMENTS = 10
+    question = "What is the notice period for termination?"
+
+    # when
+    few = strategy_for(question, depth=DEPTH_STANDARD, documents=9)
+    many = strategy_for(question, depth=DEPTH_STANDARD, documents=10)
+
+    # then put to a collection it is researched in depth
+    assert few == ReportStrategy.FAST
+    assert many == ReportStrategy.DEEP
+
+
+def test_a_trailing_newline_is_not_a_second_line():
+    assert strategy_for("What is the notice period?\n", depth=DEPTH_STANDARD, documents=3) == ReportStrategy.FAST
