@@ -360,6 +360,8 @@ class _FootnoteRenderer:
 
         def check(match: re.Match[str]) -> str:
             quoted = match.group(1) if match.group(1) is not None else match.group(2)
+            # A table cell escapes "|" as "\|": the words quoted are the same.
+            quoted = quoted.replace("\\|", "|")
             if (
                 len(quoted.split()) < PROSE_QUOTE_MIN_WORDS
                 # A citation inside the quotation marks: a cited claim, checked as such.

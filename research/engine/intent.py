@@ -15,18 +15,23 @@ from research.models import ReportStrategy
 
 # Nouns for the documents of a collection: a question naming them in the plural (or with
 # "each", "every", "all", "any") asks about the collection, not one passage.
-_DOCUMENT_NOUNS = (
-    r"agreements?|contracts?|documents?|policies|policy|ndas?|files?|reports?|papers?|leases?|"
-    r"filings?|records?|texts?|sources?|clauses?|memos?|letters?|articles?|manuals?|handbooks?|"
-    r"licen[cs]es?|amendments?|statements?|procedures?|guidelines?|standards?|minutes|emails?|"
-    r"deeds?|terms|forms?|plans?|studies|study|proposals?|invoices?|orders?"
+_DOCUMENTS = (
+    r"agreements|contracts|documents|policies|ndas|files|reports|papers|leases|filings|records|"
+    r"memos|letters|articles|manuals|handbooks|licen[cs]es|amendments|procedures|guidelines|"
+    r"emails|deeds|studies|proposals|invoices"
 )
+_DOCUMENT = (
+    r"agreement|contract|document|policy|nda|file|report|paper|lease|filing|record|memo|letter|"
+    r"article|manual|handbook|licen[cs]e|amendment|procedure|guideline|email|deed|study|proposal|invoice"
+)
+# A question naming documents in the plural ("the agreements", "these contracts"), or one with
+# each / every / all / any ("each contract"), asks about the collection; "the agreement" does not.
 _COLLECTION = re.compile(
     rf"\b(?:which|what|how\s+many|do|does|did|are|have|in|across|among|of|for)\s+"
     rf"(?:of\s+)?(?:these|those|the|our|all|all\s+the|all\s+of\s+the|any|any\s+of\s+the|its|their)\s+"
-    rf"(?:\w+\s+){{0,2}}(?:{_DOCUMENT_NOUNS})\b"
-    rf"|\b(?:each|every|all|any)\s+(?:\w+\s+)?(?:{_DOCUMENT_NOUNS})\b"
-    rf"|\b(?:these|those)\s+(?:\w+\s+)?(?:{_DOCUMENT_NOUNS})\b"
+    rf"(?:\w+\s+){{0,2}}(?:{_DOCUMENTS})\b"
+    rf"|\b(?:each|every|all|any)\s+(?:\w+\s+)?(?:{_DOCUMENTS}|{_DOCUMENT})\b"
+    rf"|\b(?:these|those)\s+(?:\w+\s+)?(?:{_DOCUMENTS})\b"
     r"|\bwhich\s+of\s+(?:these|them|those)\b|\bhow\s+(?:do|does)\s+(?:they|these|those|the\s+\w+)\s+differ\b"
     r"|\bhow\s+many\b|\bacross\s+the\b|\bin\s+the\s+collection\b|\bin\s+(?:this|the)\s+corpus\b",
     re.IGNORECASE,

@@ -138,4 +138,28 @@ def test_a_single_question_to_a_collection_is_deep(settings):
 
 
 def test_a_trailing_newline_is_not_a_second_line():
-    assert strategy_for("What is the notice period?\n", depth=DEPTH_STANDARD, documents=3) == ReportStrategy.FAST
+    assert (
+        strategy_for("What is the notice period?\n", depth=DEPTH_STANDARD, documents=3) == ReportStrategy.FAST
+    )
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What is the governing law of the supply agreement?",
+        "What does the agreement say about termination?",
+        "What is the notice period in the contract?",
+    ],
+)
+def test_a_question_naming_one_document_in_the_singular_is_not_a_collection_question(question):
+    # given a question about one agreement, phrased like "What law governs the supply agreement?",
+    # which is not a collection question, put to two documents
+    assert is_collection_question("What law governs the supply agreement?", documents=2) is False
+
+    # when
+    collection = is_collection_question(question, documents=2)
+    strategy = strategy_for(question, depth=DEPTH_STANDARD, documents=2)
+
+    # then, as the module says, only plural nouns (or each, every, all, any) name the collection
+    assert collection is False
+    assert strategy == ReportStrategy.FAST

@@ -1,0 +1,459 @@
+"""Tests of research.drafts: extractive reports composed from recorded findings."""
+
+import re
+
+from research.citations import CitablePassage, citations_render
+from research.drafts import (
+    Position,
+    QuestionSummary,
+    compose_from_findings,
+    compose_report,
+    plan_questions_summary,
+    positions_by_words,
+)
+
+RETURN_QUESTION = "Must the recipient return its materials?"
+SOLICIT_QUESTION = "Is there a non-solicitation clause?"
+TITLES = {1: "Alpha NDA", 2: "Beta NDA", 3: "Gamma NDA", 4: "Delta NDA", 5: "Epsilon NDA", 6: "Zeta NDA"}
+
+
+def _finding(finding_id: int, claim: str, *, document_id: int, question=0, **extra) -> dict:
+    return {
+        "id": finding_id,
+        "claim": claim,
+        "quote": f"quote {finding_id}",
+        "passage_id": 10 + finding_id,
+        "document_id": document_id,
+        "question": question,
+        "origin": "sweep",
+        **extra,
+    }
+
+
+def _swept(**changes) -> QuestionSummary:
+    fields = {
+        "index": 0,
+        "question": RETURN_QUESTION,
+        "swept": True,
+        "documents_examined": 5,
+        "not_addressing": ["Doc D", "Doc E"],
+        "addressing": [1, 2, 3],
+    }
+    return QuestionSummary(**{**fields, **changes})
+
+
+def _section(report: str, heading: str) -> list[str]:
+    """The lines under `heading` up to the next heading of level 2, blank lines dropped."""
+    lines = report.splitlines()
+    start = lines.index(heading) + 1
+    end = next((i for i in range(start, len(lines)) if lines[i].startswith("## ")), len(lines))
+    return [line for line in lines[start:end] if line]
+
+
+SWEEP_FINDINGS = [
+    _finding(1, "Gamma requires destruction", document_id=3),
+    _finding(2, "Alpha requires return", document_id=1),
+    _finding(3, "Beta requires return | destruction", document_id=2),
+]
+
+
+def test_a_swept_question_has_counts_a_table_by_document_and_its_gaps():
+    # given a question swept over 5 documents, 3 of which address it with a sweep finding each
+    questions = [_swept()]
+
+    # when
+    report = compose_report(
+        title="NDA review", questions=questions, findings=SWEEP_FINDINGS, document_titles=TITLES
+    )
+
+    # then
+    assert report.startswith("# NDA review\n\n## Summary\n")
+    assert _section(report, "## Summary") == [
+        f"- **{RETURN_QUESTION}** 3 of 5 documents examined address it: "
+        '<cite findings="1">Gamma requires destruction</cite>'
+    ]
+    # one row per addressing document, sorted by title, the "|" of a claim escaped in its cell
+    assert _section(report, f"## Documents: {RETURN_QUESTION}") == [
+        "| Document | Position | Evidence |",
+        "|---|---|---|",
+        '| Alpha NDA |  | <cite findings="2">Alpha requires return</cite> |',
+        '| Beta NDA |  | <cite findings="3">Beta requires return \\| destruction</cite> |',
+        '| Gamma NDA |  | <cite findings="1">Gamma requires destruction</cite> |',
+    ]
+    assert _section(report, "## Gaps") == [
+        f"- {RETURN_QUESTION}: 2 of 5 documents examined do not address it: *Doc D*, *Doc E*."
+    ]
+    # the table holds every finding, so there is no detailed analysis
+    assert "## Detailed analysis" not in report
+    assert report.endswith("*Doc E*.\n")
+
+
+def test_every_finding_is_cited_by_its_id():
+    # when
+    report = compose_report(
+        title="NDA review", questions=[_swept()], findings=SWEEP_FINDINGS, document_titles=TITLES
+    )
+
+    # then
+    cited = {int(i) for ids in re.findall(r'<cite findings="([\d,]+)">', report) for i in ids.split(",")}
+    assert cited == {1, 2, 3}
+
+
+def test_a_question_without_findings_is_a_gap():
+    # given a second question no finding answers
+    questions = [_swept(), QuestionSummary(index=1, question=SOLICIT_QUESTION)]
+
+    # when
+    report = compose_report(
+        title="NDA review", questions=questions, findings=SWEEP_FINDINGS, document_titles=TITLES
+    )
+
+    # then
+    assert _section(report, "## Gaps") == [
+        f"- {RETURN_QUESTION}: 2 of 5 documents examined do not address it: *Doc D*, *Doc E*.",
+        f"- {SOLICIT_QUESTION}: no passage retrieved in this run supports an answer.",
+    ]
+    assert SOLICIT_QUESTION not in "\n".join(_section(report, "## Summary"))
+
+
+def test_no_findings_at_all_say_so_in_the_summary():
+    # when
+    report = compose_report(
+        title="NDA review",
+        questions=[QuestionSummary(index=0, question=SOLICIT_QUESTION)],
+        findings=[],
+        document_titles=TITLES,
+    )
+
+    # then
+    assert report == (
+        "# NDA review\n\n## Summary\n\n"
+        "No finding was recorded: the corpus gave no verbatim support for the questions asked.\n\n"
+        "## Gaps\n\n"
+        f"- {SOLICIT_QUESTION}: no passage retrieved in this run supports an answer.\n"
+    )
+
+
+def test_brief_report_is_the_answer_and_the_gaps():
+    # given
+    questions = [_swept(), QuestionSummary(index=1, question=SOLICIT_QUESTION)]
+
+    # when
+    report = compose_report(
+        title="NDA review",
+        questions=questions,
+        findings=SWEEP_FINDINGS,
+        document_titles=TITLES,
+        note="Answered on the fast path.",
+        brief=True,
+    )
+
+    # then one bullet per finding, in the order recorded
+    assert report.startswith("# NDA review\n\n*Answered on the fast path.*\n\n## Answer\n")
+    assert _section(report, "## Answer") == [
+        '- <cite findings="1">Gamma requires destruction</cite> (*Gamma NDA*)',
+        '- <cite findings="2">Alpha requires return</cite> (*Alpha NDA*)',
+        '- <cite findings="3">Beta requires return | destruction</cite> (*Beta NDA*)',
+    ]
+    assert "## Summary" not in report
+    assert "## Documents" not in report
+    assert _section(report, "## Gaps") == [
+        f"- {RETURN_QUESTION}: 2 of 5 documents examined do not address it: *Doc D*, *Doc E*.",
+        f"- {SOLICIT_QUESTION}: no passage retrieved in this run supports an answer.",
+    ]
+
+
+def test_findings_of_an_unknown_question_go_by_their_section_else_under_other_findings():
+    # given two findings of no known question index: one whose section names the second question
+    # (in other case and spacing), one whose section names nothing asked
+    questions = [QuestionSummary(index=0, question=RETURN_QUESTION), QuestionSummary(1, SOLICIT_QUESTION)]
+    findings = [
+        _finding(1, "Alpha requires return", document_id=1, question=0),
+        _finding(
+            2,
+            "Beta bars soliciting staff",
+            document_id=2,
+            question=7,
+            section="  is there a\nNON-SOLICITATION clause? ",
+        ),
+        _finding(
+            3, "Gamma is governed by English law", document_id=3, question=None, section="Governing law"
+        ),
+    ]
+
+    # when
+    report = compose_report(
+        title="NDA review", questions=questions, findings=findings, document_titles=TITLES
+    )
+
+    # then
+    assert _section(report, "## Summary") == [
+        f'- **{RETURN_QUESTION}** 1 finding from 1 document: <cite findings="1">Alpha requires return</cite>',
+        f"- **{SOLICIT_QUESTION}** 1 finding from 1 document: "
+        '<cite findings="2">Beta bars soliciting staff</cite>',
+        "- **Other findings** 1 finding from 1 document: "
+        '<cite findings="3">Gamma is governed by English law</cite>',
+    ]
+    assert _section(report, "## Detailed analysis") == [
+        f"### {RETURN_QUESTION}",
+        "**Alpha NDA**",
+        '- <cite findings="1">Alpha requires return</cite>',
+        f"### {SOLICIT_QUESTION}",
+        "**Beta NDA**",
+        '- <cite findings="2">Beta bars soliciting staff</cite>',
+        "### Other findings",
+        "**Gamma NDA**",
+        '- <cite findings="3">Gamma is governed by English law</cite>',
+    ]
+    # every question has a finding, and "Other findings" is never a gap
+    assert "## Gaps" not in report
+
+
+def test_positions_are_key_findings_with_three_examples_and_the_rest_in_the_table():
+    # given five documents of which four take one position and one another
+    questions = [_swept(documents_examined=6, not_addressing=["Zeta NDA"], addressing=[1, 2, 3, 4, 5])]
+    findings = [_finding(i, f"{TITLES[i]} requires return", document_id=i) for i in (1, 2, 3, 4)]
+    findings.append(_finding(5, "Epsilon NDA requires destruction", document_id=5))
+    positions = {0: [Position("return", [4, 1, 2, 3]), Position("destroy", [5])]}
+
+    # when
+    report = compose_report(
+        title="NDA review",
+        questions=questions,
+        findings=findings,
+        document_titles=TITLES,
+        positions=positions,
+    )
+
+    # then the summary names each position with its first three findings
+    assert _section(report, "## Summary") == [
+        f"- **{RETURN_QUESTION}** 5 of 6 documents examined address it. Positions: "
+        '<cite findings="4,1,2">4 documents: return</cite>; '
+        '<cite findings="5">1 document: destroy</cite>.'
+    ]
+    assert _section(report, "## Key findings") == [
+        f"### {RETURN_QUESTION}",
+        "**return** (4 documents)",
+        '- <cite findings="4">Delta NDA requires return</cite> (*Delta NDA*)',
+        '- <cite findings="1">Alpha NDA requires return</cite> (*Alpha NDA*)',
+        '- <cite findings="2">Beta NDA requires return</cite> (*Beta NDA*)',
+        "- and 1 more in the table below.",
+        "**destroy** (1 document)",
+        '- <cite findings="5">Epsilon NDA requires destruction</cite> (*Epsilon NDA*)',
+    ]
+    # the table labels each row with its finding's position
+    assert _section(report, f"## Documents: {RETURN_QUESTION}")[2:] == [
+        '| Alpha NDA | return | <cite findings="1">Alpha NDA requires return</cite> |',
+        '| Beta NDA | return | <cite findings="2">Beta NDA requires return</cite> |',
+        '| Delta NDA | return | <cite findings="4">Delta NDA requires return</cite> |',
+        '| Epsilon NDA | destroy | <cite findings="5">Epsilon NDA requires destruction</cite> |',
+        '| Gamma NDA | return | <cite findings="3">Gamma NDA requires return</cite> |',
+    ]
+
+
+def test_plan_questions_summary_counts_what_the_sweep_judged():
+    # when
+    questions = plan_questions_summary(
+        plan=[{"question": "q", "sweep": True}],
+        engine_state={"sweep": {"0": {"judged": [1, 2, 3], "addressing": [1]}}},
+        titles={1: "A", 2: "B", 3: "C"},
+    )
+
+    # then
+    assert questions == [
+        QuestionSummary(
+            index=0, question="q", swept=True, documents_examined=3, not_addressing=["B", "C"], addressing=[1]
+        )
+    ]
+
+
+def test_plan_questions_summary_keeps_plan_indices_and_names_untitled_documents():
+    # given a plan whose second step is no question, and a judged document of no known title
+    plan = [{"question": "first"}, {"note": "not a question"}, "junk", {"question": "third", "sweep": True}]
+    state = {"sweep": {"3": {"judged": ["7", 1], "addressing": []}}}
+
+    # when
+    questions = plan_questions_summary(plan=plan, engine_state=state, titles={1: "A"})
+
+    # then
+    assert questions == [
+        QuestionSummary(index=0, question="first", not_addressing=[], addressing=[]),
+        QuestionSummary(
+            index=3,
+            question="third",
+            swept=True,
+            documents_examined=2,
+            not_addressing=["Document 7", "A"],
+            addressing=[],
+        ),
+    ]
+
+
+QUOTES = {
+    1: "The recipient shall return or destroy all confidential materials.",
+    2: "The recipient shall notify the disclosing party of any court order.",
+    3: "On request the recipient must return or destroy the confidential materials.",
+    4: "If a court order compels disclosure, notify the disclosing party promptly.",
+    5: "Confidential materials shall be returned or destroyed within ten days.",
+}
+PLAN = [
+    {"question": RETURN_QUESTION, "sweep": True},
+    {"question": SOLICIT_QUESTION},
+]
+STATE = {"sweep": {"0": {"judged": [1, 2, 3, 4, 5, 6], "addressing": [1, 2, 3, 4, 5]}}}
+
+
+def _quote_findings() -> list[dict]:
+    return [
+        {
+            "id": i,
+            "claim": f'{TITLES[i]} says "{QUOTES[i]}"',
+            "quote": QUOTES[i],
+            "passage_id": 10 + i,
+            "document_id": i,
+            "question": 0,
+            "origin": "sweep",
+        }
+        for i in QUOTES
+    ]
+
+
+def test_positions_by_words_group_a_swept_questions_findings_by_their_quotes():
+    # given
+    questions = plan_questions_summary(plan=PLAN, engine_state=STATE, titles=TITLES)
+
+    # when
+    positions = positions_by_words(questions, _quote_findings())
+
+    # then the unswept question has no positions; the swept one two, larger first
+    assert list(positions) == [0]
+    assert [sorted(p.finding_ids) for p in positions[0]] == [[1, 3, 5], [2, 4]]
+    assert [p.label for p in positions[0]] == [
+        "return, destroy, confidential, materials",
+        "notify, disclosing, party, court",
+    ]
+
+
+def test_positions_by_words_need_two_findings():
+    # given a swept question with a single finding
+    questions = [_swept()]
+
+    # when
+    positions = positions_by_words(questions, _quote_findings()[:1])
+
+    # then
+    assert positions == {}
+
+
+def test_compose_from_findings_renders_with_every_footnote_quoting_its_finding():
+    # given each finding's quote inside a longer passage of its document
+    findings = _quote_findings()
+    passages = {
+        f["passage_id"]: CitablePassage(
+            passage_id=f["passage_id"],
+            document_id=f["document_id"],
+            document_title=TITLES[f["document_id"]],
+            source_name=f"nda-{f['document_id']}.pdf",
+            ordinal=3,
+            page=2,
+            start=400,
+            text=f"Clause 7. {f['quote']} Nothing in this clause limits the other clauses.",
+            is_heading=False,
+        )
+        for f in findings
+    }
+
+    # when the draft is composed and rendered
+    draft = compose_from_findings(
+        title="NDA review", plan=PLAN, engine_state=STATE, findings=findings, titles=TITLES, note="Cut short."
+    )
+    rendered = citations_render(
+        draft=draft, passages=passages, retrieved_ids=list(passages), findings=findings
+    )
+
+    # then
+    assert rendered.warnings == []
+    assert "<cite" not in rendered.content
+    quote_of = {f["passage_id"]: f["quote"] for f in findings}
+    assert len(rendered.citations) == 5
+    assert {c["passage_id"] for c in rendered.citations} == set(quote_of)
+    for citation in rendered.citations:
+        assert citation["quote"] == quote_of[citation["passage_id"]]
+    assert rendered.content.startswith("# NDA review\n\n*Cut short.*\n\n## Summary\n")
+    assert "## Key findings" in rendered.content
+    assert f"- {SOLICIT_QUESTION}: no passage retrieved in this run supports an answer." in rendered.content
+    assert (
+        "- Must the recipient return its materials?: 1 of 6 documents examined do not address it: *Zeta NDA*."
+        in (rendered.content)
+    )
+
+
+def test_compose_from_findings_is_brief_on_the_fast_path():
+    # given a run on the fast path
+    state = {**STATE, "strategy": "fast"}
+
+    # when
+    draft = compose_from_findings(
+        title="NDA review",
+        plan=PLAN,
+        engine_state=state,
+        findings=_quote_findings(),
+        titles=TITLES,
+        note="Fast.",
+    )
+
+    # then
+    assert "## Answer" in draft
+    assert "## Summary" not in draft
+    assert "## Key findings" not in draft
+    assert len(_section(draft, "## Answer")) == 5
+
+
+def test_gaps_name_at_most_25_documents_and_count_the_rest():
+    # given a question swept over 30 documents, 27 of which do not address it
+    not_addressing = [f"Lease {n:02d}" for n in range(1, 28)]
+    questions = [_swept(documents_examined=30, not_addressing=not_addressing)]
+
+    # when
+    report = compose_report(
+        title="Leases", questions=questions, findings=SWEEP_FINDINGS, document_titles=TITLES
+    )
+
+    # then
+    named = ", ".join(f"*Lease {n:02d}*" for n in range(1, 26))
+    assert _section(report, "## Gaps") == [
+        f"- {RETURN_QUESTION}: 27 of 30 documents examined do not address it: {named} and 2 more."
+    ]
+
+
+def test_a_verbatim_quotation_holding_a_pipe_survives_the_table_cell():
+    # given a sweep finding whose claim quotes its passage verbatim, a "|" included
+    text = "Fees: net 30 | late fee 2% per month apply to all invoices."
+    quote = "net 30 | late fee 2% per month"
+    findings = [_finding(1, f'Alpha says "{quote}"', document_id=1, quote=quote)]
+    passages = {
+        11: CitablePassage(
+            passage_id=11,
+            document_id=1,
+            document_title="Alpha NDA",
+            source_name="alpha.pdf",
+            ordinal=0,
+            page=None,
+            start=0,
+            text=text,
+            is_heading=False,
+        )
+    }
+    draft = compose_report(
+        title="Fees",
+        questions=[_swept(documents_examined=1, not_addressing=[], addressing=[1])],
+        findings=findings,
+        document_titles=TITLES,
+    )
+
+    # when
+    rendered = citations_render(draft=draft, passages=passages, retrieved_ids=[11], findings=findings)
+
+    # then the quotation is kept in the table, escaped for it, and nothing is removed
+    assert rendered.warnings == []
+    assert '| Alpha NDA |  | Alpha says "net 30 \\| late fee 2% per month"[^1] |' in rendered.content
