@@ -253,10 +253,13 @@ def passage_search_by_document(
     document_ids: Sequence[int],
     per_document: int = 3,
     scope: Sequence[int] | None = None,
+    ignore_words: Sequence[str] = (),
 ) -> tuple[list[DocumentEvidence], ScopeBest]:
     """Each document's own best passages for `query`, as a hybrid search scoped to that document
     ranks them (lexical alone without embeddings), with their raw scores and the best scores
-    over `scope` (None: the corpus). Documents with nothing matching are left out."""
+    over `scope` (None: the corpus). Documents with nothing matching are left out.
+    `ignore_words` are left out of the lexical ranking (words that name the documents
+    themselves, "which contracts ...", say nothing of what a document holds)."""
     _validate(query, max(1, per_document), SEARCH_MODE_HYBRID)
     parsed = parse_query(query)
     if parsed.is_empty or not document_ids:
@@ -276,7 +279,7 @@ def passage_search_by_document(
         terms=terms,
         dense=dense,
         dense_scores=dense_scores,
-        query_terms=parsed.terms,
+        query_terms=[t for t in parsed.terms if t not in {w.lower() for w in ignore_words}] or parsed.terms,
         document_ids=document_ids,
         per_document=per_document,
         lexical_weight=settings.SEARCH_FUSION_LEXICAL_WEIGHT,

@@ -56,6 +56,15 @@ _INTERROGATIVE = re.compile(
 )
 
 
+_NAMING_DOCUMENTS = re.compile(rf"\b(?:{_DOCUMENTS}|{_DOCUMENT})\b", re.IGNORECASE)
+
+
+def document_words(text: str) -> list[str]:
+    """The words of `text` that name the collection's documents ("contracts", "agreement"):
+    they ask which documents, and say nothing of what a document holds."""
+    return sorted({w.lower() for w in _NAMING_DOCUMENTS.findall(text)})
+
+
 def is_collection_question(text: str, *, documents: int = 0) -> bool:
     """Whether `text` asks about the documents of the collection rather than one fact: it says
     so ("these agreements", "each contract", "how do they differ"), or it is a question put to

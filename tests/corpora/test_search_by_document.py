@@ -83,3 +83,20 @@ def test_the_documents_have_several_passages_each(corpus):
     documents = _documents(corpus)
     for document in documents:
         assert Passage.objects.filter(document_id=document, is_heading=False).count() >= 2
+
+
+def test_ignored_words_are_left_out_of_the_bm25_ranking(corpus):
+    # given one document that says "contracts" often and another that holds the clause asked about
+    loud = ingest_text(
+        corpus, "loud.txt", "Contracts, contracts and more contracts are listed here.\n"
+    ).document.pk
+    quiet = ingest_text(corpus, "quiet.txt", "The supplier shall maintain liability insurance.\n").document.pk
+    query = "Which contracts require insurance?"
+    # when the words naming the documents are ignored
+    plain, _ = passage_search_by_document(corpus=corpus, query=query, document_ids=[loud, quiet])
+    ignored, _ = passage_search_by_document(
+        corpus=corpus, query=query, document_ids=[loud, quiet], ignore_words=["contracts"]
+    )
+    # then only the document holding the clause is found by the question's other words
+    assert {e.document_id for e in plain} == {loud, quiet}
+    assert [e.document_id for e in ignored] == [quiet]

@@ -3,7 +3,7 @@
 import pytest
 
 from research.constants import DEPTH_DEEP, DEPTH_SHALLOW, DEPTH_STANDARD
-from research.engine.intent import is_collection_question, strategy_for
+from research.engine.intent import document_words, is_collection_question, strategy_for
 from research.models import ReportStrategy
 
 
@@ -163,3 +163,11 @@ def test_a_question_naming_one_document_in_the_singular_is_not_a_collection_ques
     # then, as the module says, only plural nouns (or each, every, all, any) name the collection
     assert collection is False
     assert strategy == ReportStrategy.FAST
+
+
+def test_document_words_are_the_words_that_name_the_collections_documents():
+    assert document_words("Which contracts require a party to keep insurance, per agreement?") == [
+        "agreement",
+        "contracts",
+    ]
+    assert document_words("What is the insurance limit?") == []
