@@ -15,6 +15,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from config.exceptions import ApplicationError
 from research.engine.budget import BudgetExhausted
+from research.engine.intent import document_words
 from research.engine.prompts import PLANNER_INSTRUCTIONS, read_request, tool_returns
 from research.engine.store import RunStore
 from research.engine.text import content_words, keywords, plan_questions
@@ -127,7 +128,9 @@ def offline_planner(breadth: int) -> FunctionModel:
         sub_questions = []
         for i, question in enumerate(questions):
             expansion = feedback_terms(question, results[i], rarity)
-            base = keywords(question)
+            # The words naming the documents ("which contracts") find every document alike.
+            naming = set(document_words(question))
+            base = " ".join(w for w in keywords(question).split() if w not in naming)
             queries = [question]
             if base and base != question:
                 queries.append(base)
