@@ -113,7 +113,8 @@ def test_research_shows_its_progress_on_stderr_while_it_waits(cli_corpus, capsys
     assert (stored.breadth, stored.time_limit_seconds, len(stored.plan)) == (2, 120, 2)
     lines = [line for line in err.splitlines() if line.startswith(f"report {stored.pk}: ")]
     assert lines[-1].startswith(f"report {stored.pk}: completed")
-    assert any("running" in line for line in lines)
+    assert lines[0].startswith((f"report {stored.pk}: queued", f"report {stored.pk}: running"))
+    assert len(lines) == len({line.rsplit(" · ", 1)[0] for line in lines})  # a line per stage, no repeats
 
 
 def test_research_refuses_a_model_this_server_does_not_offer(cli_corpus):

@@ -86,9 +86,10 @@ class Command(BaseCommand):
         while True:
             try:
                 report = ResearchReport.objects.get(pk=report_id)
-                stage = progress_line(report, time.monotonic() - started)
-                if stage.split(" · ")[:4] != (shown or "").split(" · ")[:4]:
-                    self.stderr.write(f"report {report_id}: {stage}")
+                line = progress_line(report, time.monotonic() - started)
+                stage = line.rsplit(" · ", 1)[0]  # all but the seconds: a line when it changes
+                if stage != shown:
+                    self.stderr.write(f"report {report_id}: {line}")
                     shown = stage
                 if report.is_terminal:
                     return report
