@@ -158,7 +158,7 @@ RESEARCH_COST_LIMIT_USD = env_float("RESEARCH_COST_LIMIT_USD", 0.0)
 RESEARCH_FAST_PATH_MAX_WORDS = env_int("RESEARCH_FAST_PATH_MAX_WORDS", 12)
 # A question put to at least this many documents is about the collection: every candidate
 # document is swept for it (and it never takes the fast path).
-RESEARCH_COLLECTION_MIN_DOCUMENTS = env_int("RESEARCH_COLLECTION_MIN_DOCUMENTS", 10)
+RESEARCH_COLLECTION_MIN_DOCUMENTS = env_int("RESEARCH_COLLECTION_MIN_DOCUMENTS", 5)
 # The chat agent's model; empty = the same as RESEARCH_MODEL.
 CHAT_MODEL = env_str("CHAT_MODEL")
 LLM_BASE_URL = env_str("LLM_BASE_URL")

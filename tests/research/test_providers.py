@@ -94,7 +94,9 @@ def test_researchers_and_the_judge_run_on_the_worker_model(
         settings.RESEARCH_MODEL = "openai-compatible:lead"
         settings.RESEARCH_WORKER_MODEL = "openai-compatible:worker"
         settings.LLM_BASE_URL = server.url
-        report = report_start(user=user, corpus=corpus, prompt="Which of these agreements limit liability?")
+        report = report_start(
+            user=user, corpus=corpus, prompt="Which of these agreements limit liability or can be terminated?"
+        )
         report_run(report_id=report.pk)
 
     stored = ResearchReport.objects.get(pk=report.pk)
