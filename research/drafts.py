@@ -295,7 +295,7 @@ def positions_by_words(
     for index, item in by_index.items():
         if not item.summary.swept or len(item.findings) < 2:
             continue
-        groups = group_texts([f["quote"] for f in item.findings])
+        groups = group_texts([f["quote"] for f in item.findings], exclude=[item.summary.question])
         positions[index] = [Position(g.label, [item.findings[i]["id"] for i in g.members]) for g in groups]
     return positions
 

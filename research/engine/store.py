@@ -365,7 +365,7 @@ class RunStore:
 
         return await database(work)
 
-    async def group_findings(self, *, finding_ids: Sequence[int]) -> list[dict[str, Any]]:
+    async def group_findings(self, *, finding_ids: Sequence[int], question: str = "") -> list[dict[str, Any]]:
         """The findings grouped by the position their quotes take (research.engine.grouping),
         with the embedding model's vectors of the quotes when there is one: [{label,
         finding_ids}], largest group first, each group's most central finding first."""
@@ -384,7 +384,9 @@ class RunStore:
                 logger.warning("quote embedding failed; findings are grouped by their words", exc_info=True)
                 return None
 
-        groups = group_texts([f["quote"] for f in findings], await asyncio.to_thread(vectors))
+        groups = group_texts(
+            [f["quote"] for f in findings], await asyncio.to_thread(vectors), exclude=[question]
+        )
         result = [{"label": g.label, "finding_ids": [findings[i]["id"] for i in g.members]} for g in groups]
         call = ToolCall("group_findings", {"findings": len(findings)}, _ms(started), f"{len(result)} groups")
         await database(self._log, call)

@@ -43,13 +43,16 @@ writer_agent = Agent(
 
 
 @writer_agent.tool
-async def group_findings(ctx: RunContext[WriterDeps], finding_ids: list[int]) -> dict[str, Any] | str:
-    """Group these findings by the position their quotes take (most central finding first)."""
+async def group_findings(
+    ctx: RunContext[WriterDeps], finding_ids: list[int], about: str = ""
+) -> dict[str, Any] | str:
+    """Group these findings by the position their quotes take (most central finding first);
+    the words of `about` (the question they answer) never name a group."""
     wanted = [i for i in dict.fromkeys(finding_ids) if i in ctx.deps.finding_ids]
     if not wanted:
         return "error[no_findings]: name ids of this run's findings"
     try:
-        groups = await ctx.deps.store.group_findings(finding_ids=wanted)
+        groups = await ctx.deps.store.group_findings(finding_ids=wanted, question=about)
     except BudgetExhausted as exc:
         return f"error[budget_exhausted]: {exc}"
     return {"groups": groups}
@@ -141,9 +144,8 @@ def offline_writer() -> FunctionModel:
             for q in questions:
                 ids = [f["id"] for f in findings if f.get("question") == q.index]
                 if q.swept and len(ids) >= GROUP_MIN_FINDINGS:
-                    calls.append(
-                        ToolCallPart("group_findings", {"finding_ids": ids}, tool_call_id=f"group-{q.index}")
-                    )
+                    arguments = {"finding_ids": ids, "about": q.question}
+                    calls.append(ToolCallPart("group_findings", arguments, tool_call_id=f"group-{q.index}"))
             if calls:
                 return ModelResponse(parts=calls, model_name=OFFLINE_WRITER)
         positions = {}

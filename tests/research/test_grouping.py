@@ -19,8 +19,8 @@ def _unit(*values: float) -> np.ndarray:
 
 
 def test_two_clusters_of_vectors_are_the_two_groups_largest_first_most_central_first():
-    # given four vectors near the x axis (at 20, 0, -25 and 10 degrees, mean 1.25) and three near
-    # the y axis (at 5, -20 and 35 degrees, mean 6.67), in orthogonal planes, interleaved
+    # given four vectors near the x axis (at 20, 0, -25 and 10 degrees) and three near the y axis
+    # (at 5, -20 and 25 degrees), in orthogonal planes, interleaved
     vectors = np.array(
         [
             _in_plane(1, 3, 5),
@@ -28,7 +28,7 @@ def test_two_clusters_of_vectors_are_the_two_groups_largest_first_most_central_f
             _in_plane(1, 3, -20),
             _in_plane(0, 2, 0),
             _in_plane(0, 2, -25),
-            _in_plane(1, 3, 35),
+            _in_plane(1, 3, 25),
             _in_plane(0, 2, 10),
         ]
     )
@@ -38,8 +38,8 @@ def test_two_clusters_of_vectors_are_the_two_groups_largest_first_most_central_f
     groups = group_texts(texts, vectors)
 
     # then the larger cluster comes first although the smaller holds index 0, and each lists its
-    # members by their distance from the cluster's mean angle
-    assert [g.members for g in groups] == [[3, 6, 1, 4], [0, 2, 5]]
+    # members most central first (the highest mean similarity to the cluster's members)
+    assert [g.members for g in groups] == [[3, 6, 1, 4], [0, 5, 2]]
 
 
 def test_without_vectors_texts_sharing_rare_words_are_grouped_by_tfidf():
