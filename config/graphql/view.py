@@ -2,11 +2,12 @@
 depth and size limits, and errors that carry a code and never a traceback."""
 
 import logging
+import re
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
-from django.core.exceptions import SuspiciousOperation
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
+from django.http import HttpRequest, HttpResponse, JsonResponse, UnreadablePostError
 from django.http.multipartparser import MultiPartParserError
 from django.middleware.csrf import CsrfViewMiddleware
 from django.utils.decorators import method_decorator
@@ -99,15 +100,39 @@ class DeepciteGraphQLView(GraphQLView):
 
     def dispatch(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
         try:
+            self._read_body(request)
             self._authenticate(request)
-            if len(request.body) > BODY_MAX_BYTES:
-                return _error(413, "request_too_large", f"the request body is over {BODY_MAX_BYTES} bytes")
             return super().dispatch(request, *args, **kwargs)
         except _Rejected as rejected:
             return rejected.response
         except Exception:  # never a traceback to the client
             logger.exception("unhandled error in /graphql")
             return _error(500, "internal_error", "internal error")
+
+    @staticmethod
+    def _read_body(request: HttpRequest) -> None:
+        """Refuse an oversized body from its Content-Length before reading it, then read it
+        once: the CSRF check's request.POST and the JSON parse both use that copy (reading the
+        form first made a session's multipart POST unreadable to the view)."""
+        too_large = _error(413, "request_too_large", f"the request body is over {BODY_MAX_BYTES} bytes")
+        if "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower():
+            # Django reads a body by its Content-Length only: a chunked one would parse as empty
+            raise _Rejected(_error(411, "length_required", "send the body with a Content-Length"))
+        declared = request.META.get("CONTENT_LENGTH") or "0"
+        if not declared.isascii() or not declared.isdigit():
+            raise _Rejected(_error(400, "invalid_body", "the Content-Length header is not a number"))
+        if int(declared) > BODY_MAX_BYTES:
+            raise _Rejected(too_large)
+        try:
+            body = request.body
+        except RequestDataTooBig as exc:
+            raise _Rejected(too_large) from exc
+        except (UnreadablePostError, OSError) as exc:
+            raise _Rejected(_error(400, "invalid_body", "the request body could not be read")) from exc
+        if len(body) > BODY_MAX_BYTES:
+            raise _Rejected(too_large)
+        if len(body) < int(declared):  # the client stopped sending: half a query is no query
+            raise _Rejected(_error(400, "invalid_body", "the request body ended before its Content-Length"))
 
     def execute_graphql_request(self, request, data, query, variables, operation_name, show_graphiql=False):
         # The size limits run first, alone, so an oversized document is refused before the
@@ -126,9 +151,11 @@ class DeepciteGraphQLView(GraphQLView):
 
     def get_graphql_params(self, request, data):
         params = super().get_graphql_params(request, data)
-        if _contains_nul(params[:3]):
-            # No text field can store a NUL (PostgreSQL refuses it): refuse it at the door.
-            raise _Rejected(_error(400, "invalid_input", "text must not contain NUL characters"))
+        problem = text_problem(params[:3])
+        if problem is not None:
+            # No text field can store a NUL or half a surrogate pair (the databases refuse
+            # them), and nothing needs variables nested a hundred deep: refused at the door.
+            raise _Rejected(_error(400, "invalid_input", problem))
         return params
 
     def parse_body(self, request: HttpRequest):
@@ -143,6 +170,8 @@ class DeepciteGraphQLView(GraphQLView):
             return super().parse_body(request)
         except (MultiPartParserError, SuspiciousOperation) as exc:
             raise _Rejected(_error(400, "invalid_body", "the request body could not be parsed")) from exc
+        except RecursionError as exc:  # "[[[[…" a thousand deep: the JSON decoder gives up
+            raise _Rejected(_error(400, "invalid_body", "the request body is nested too deeply")) from exc
 
     def _authenticate(self, request: HttpRequest) -> None:
         header = request.headers.get("Authorization", "")
@@ -166,10 +195,13 @@ class DeepciteGraphQLView(GraphQLView):
 
     @staticmethod
     def format_error(error):
+        """Every error in one shape: a message and extensions.code."""
         if isinstance(error, GraphQLError):
             original = error.original_error
             if original is None or isinstance(original, GraphQLError):
-                return error.formatted
+                formatted = error.formatted
+                formatted["extensions"] = {"code": "invalid_query", **(formatted.get("extensions") or {})}
+                return formatted
             formatted = error.formatted
             if isinstance(original, ApplicationError):
                 formatted["message"] = original.message
@@ -179,7 +211,8 @@ class DeepciteGraphQLView(GraphQLView):
             formatted["message"] = "internal error"
             formatted["extensions"] = {"code": "internal_error"}
             return formatted
-        return {"message": str(error)}
+        # The base view's own refusals (a body that is not JSON, a wrong method, ...).
+        return {"message": str(error), "extensions": {"code": "invalid_request"}}
 
 
 class InvalidInput(ApplicationError):
@@ -187,23 +220,40 @@ class InvalidInput(ApplicationError):
 
 
 class RefuseNul:
-    """Graphene middleware: an argument holding a NUL (a literal like "a\\u0000b" in the query
-    text, which the body check cannot see) is refused before its resolver runs."""
+    """Graphene middleware: an argument holding a NUL or a lone surrogate (a literal like
+    "a\\u0000b" in the query text, which the body check cannot see) is refused before its
+    resolver runs."""
 
     def resolve(self, next_, root, info, **args):
-        if args and _contains_nul(args):
-            raise InvalidInput("text must not contain NUL characters")
+        problem = text_problem(args) if args else None
+        if problem is not None:
+            raise InvalidInput(problem)
         return next_(root, info, **args)
 
 
-def _contains_nul(value) -> bool:
-    if isinstance(value, str):
-        return "\x00" in value
-    if isinstance(value, dict):
-        return any(_contains_nul(k) or _contains_nul(v) for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return any(_contains_nul(v) for v in value)
-    return False
+VALUE_MAX_DEPTH = 64
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def text_problem(value) -> str | None:
+    """Why `value` (strings, dicts and lists of them) cannot be taken as input, or None: a NUL,
+    a lone surrogate (JSON's "\\udfff"), or nesting deeper than VALUE_MAX_DEPTH. Iterative: a
+    value nested a thousand deep must not exhaust the stack checking it."""
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > VALUE_MAX_DEPTH:
+            return f"input is nested more than {VALUE_MAX_DEPTH} levels deep"
+        if isinstance(item, str):
+            if "\x00" in item:
+                return "text must not contain NUL characters"
+            if _SURROGATE.search(item):
+                return "text must be valid Unicode (no lone surrogates)"
+        elif isinstance(item, dict):
+            stack.extend((part, depth + 1) for pair in item.items() for part in pair)
+        elif isinstance(item, list | tuple):
+            stack.extend((part, depth + 1) for part in item)
+    return None
 
 
 def _error(status: int, code: str, message: str) -> JsonResponse:

@@ -356,6 +356,7 @@ def test_an_unknown_status_enum_value_is_a_400(gql, completed_report):
                 {
                     "message": "Value 'DONE' does not exist in 'ResearchReportStatus' enum.",
                     "locations": [{"line": 1, "column": 27}],
+                    "extensions": {"code": "invalid_query"},
                 }
             ]
         },
@@ -368,6 +369,7 @@ def test_an_unknown_status_enum_value_is_a_400(gql, completed_report):
                     "message": "Variable '$s' got invalid value 'completed'; Value 'completed' does not "
                     "exist in 'ResearchReportStatus' enum. Did you mean the enum value 'COMPLETED'?",
                     "locations": [{"line": 1, "column": 7}],
+                    "extensions": {"code": "invalid_query"},
                 }
             ]
         },
@@ -677,7 +679,12 @@ def test_a_mutation_over_get_is_refused(gql):
     )
     assert response.status_code == 405
     assert response.json() == {
-        "errors": [{"message": "Can only perform a mutation operation from a POST request."}]
+        "errors": [
+            {
+                "message": "Can only perform a mutation operation from a POST request.",
+                "extensions": {"code": "invalid_request"},
+            }
+        ]
     }
 
 
@@ -696,6 +703,7 @@ def test_a_query_deeper_than_the_limit_is_rejected(gql):
     assert {
         "message": "query is 11 levels deep; the limit is 10",
         "locations": [{"line": 1, "column": 1}],
+        "extensions": {"code": "invalid_query"},
     } in body["errors"]
 
 
@@ -729,6 +737,7 @@ def test_a_query_over_the_field_limit_is_rejected(gql, corpus):
                 {
                     "message": "query selects 402 fields; the limit is 400",
                     "locations": [{"line": 1, "column": 1}],
+                    "extensions": {"code": "invalid_query"},
                 }
             ]
         },
@@ -748,6 +757,7 @@ def test_fragments_count_towards_the_limits_and_cannot_explode(gql):
                 {
                     "message": "query selects 1099511627776 fields; the limit is 400",
                     "locations": [{"line": 1, "column": 1}],
+                    "extensions": {"code": "invalid_query"},
                 }
             ]
         },
