@@ -26,7 +26,7 @@ from tests.api.test_graphql_fuzz import (
 )
 from tests.production_server import production_server
 
-EXAMPLES = {"garbled": 150, "variables": 250, "bodies": 250}
+EXAMPLES = {"garbled": 500, "variables": 800, "bodies": 700}
 executed: dict[str, int] = dict.fromkeys(EXAMPLES, 0)
 
 
@@ -174,7 +174,7 @@ def test_header_bytes_that_are_not_ascii_are_not_a_500(server):
     assert_clean(*raw(server, request))
 
 
-def test_at_least_600_inputs_went_over_http():
+def test_at_least_2000_inputs_went_over_http():
     if any(count == 0 for count in executed.values()):
         pytest.skip(f"only part of the module ran: {executed}")
-    assert sum(executed.values()) >= 600, executed
+    assert sum(executed.values()) >= 2_000, executed
