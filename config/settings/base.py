@@ -109,6 +109,10 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Survives a broker restart with unacknowledged messages in hand (see tasks/worker.py).
+CELERY_WORKER_CONSUMER = "tasks.worker:Consumer"
+# A run in progress keeps running through a lost broker connection (its lease keeps it safe).
+CELERY_WORKER_CANCEL_LONG_RUNNING_TASKS_ON_CONNECTION_LOSS = False
 # Redis hands an unacknowledged task to another worker after this long: longer than any run
 # (the time limit plus grace), and a second delivery of a live run is refused by its lease.
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int("CELERY_VISIBILITY_TIMEOUT", 2 * 3600)}

@@ -192,6 +192,64 @@ def test_a_redis_restart_mid_run_does_not_stop_the_run(model_server, user, corpu
     assert len(finished.findings) == FINDINGS
 
 
+class RedisServer:
+    """A redis-server of the test's own on a fixed port, restartable mid-run."""
+
+    def __init__(self, port: int) -> None:
+        self.url = f"redis://127.0.0.1:{port}/0"
+        self.command = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
+        self.command += ["--appendonly", "no"]
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(self.command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_for(lambda: _ping(self.url), timeout=10, message="redis")
+
+    def stop(self) -> None:
+        if self.process is not None:
+            self.process.terminate()
+            self.process.wait(timeout=10)
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
+
+
+def test_a_threads_worker_survives_two_redis_restarts_and_keeps_taking_runs(
+    model_server, user, corpus, settings, tmp_path
+):
+    # Given a worker as the README runs it (--pool threads) and a run in progress
+    _services_or_skip()
+    ingest_samples(corpus)
+    server = RedisServer(6392)
+    server.start()
+    log = tmp_path / "worker.log"
+    settings.CELERY_BROKER_URL = server.url
+    try:
+        worker = start_worker(_env(server.url, model_server), pool="threads", concurrency=4, log=log)
+        try:
+            finished = []
+            for restart in range(2):
+                with broker_for_this_process(server.url):
+                    report = report_start(user=user, corpus=corpus, prompt=f"Research liability ({restart})")
+                wait_for(lambda r=report: len(_findings(r.pk)) >= 2, timeout=60, message="two findings")
+                # When Redis restarts mid-run (an unacknowledged message in the worker's hands)
+                server.restart()
+                finished.append(wait_for(lambda r=report: _terminal(r.pk), timeout=120, message="the run"))
+            # Then the same worker process takes a run started afterwards
+            with broker_for_this_process(server.url):
+                report = report_start(user=user, corpus=corpus, prompt="Research liability (after)")
+            finished.append(wait_for(lambda: _terminal(report.pk), timeout=120, message="the run after"))
+            assert worker.poll() is None, log.read_text()[-3000:]
+        finally:
+            stop(worker)
+    finally:
+        server.stop()
+    assert [r.status for r in finished] == [ReportStatus.COMPLETED] * 3, [r.error for r in finished]
+    assert [len(r.findings) for r in finished] == [FINDINGS] * 3
+    assert "Unrecoverable error" not in log.read_text()
+
+
 def test_a_task_delivered_twice_runs_and_finalizes_once(broker, model_server, user, corpus):
     ingest_samples(corpus)
     worker = start_worker(_env(broker, model_server), pool="threads", concurrency=2)

@@ -26,7 +26,10 @@ def worker_env(broker_url: str, **extra: str) -> dict[str, str]:
     }
 
 
-def start_worker(env: dict[str, str], *, pool: str = "solo", concurrency: int = 1) -> subprocess.Popen:
+def start_worker(
+    env: dict[str, str], *, pool: str = "solo", concurrency: int = 1, log: Path | None = None
+) -> subprocess.Popen:
+    """A worker process; its log goes to `log` if given (else $DEEPCITE_WORKER_LOG or nowhere)."""
     return subprocess.Popen(
         [
             sys.executable,
@@ -47,7 +50,7 @@ def start_worker(env: dict[str, str], *, pool: str = "solo", concurrency: int = 
         cwd=ROOT,
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=open(os.environ.get("DEEPCITE_WORKER_LOG", os.devnull), "a"),
+        stderr=open(log or os.environ.get("DEEPCITE_WORKER_LOG", os.devnull), "a"),
         start_new_session=True,
     )
 
