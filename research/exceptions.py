@@ -48,6 +48,10 @@ class ReportAlreadyActive(ResearchError):
     code = "research_already_in_progress"
 
 
+class TooManyActiveRuns(ResearchError):
+    code = "too_many_active_runs"
+
+
 class ReportPermissionDenied(ResearchError):
     code = "permission_denied"
 

@@ -10,6 +10,7 @@ from time import perf_counter
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F, Q
@@ -59,6 +60,7 @@ from research.exceptions import (
     RubricInvalid,
     TimeLimitInvalid,
     TitleInvalid,
+    TooManyActiveRuns,
     TransitionLost,
 )
 from research.lifecycle import report_transition
@@ -123,6 +125,7 @@ def report_start(
     with transaction.atomic():
         if ResearchReport.objects.filter(creator=user, corpus=corpus, status__in=_ACTIVE).exists():
             raise ReportAlreadyActive(_ALREADY_ACTIVE, field="corpus_id")
+        _active_runs_below_cap(user_id=user.pk, field="corpus_id")
         try:
             with transaction.atomic():
                 report = ResearchReport.objects.create(
@@ -152,6 +155,20 @@ def report_start(
 
 _ACTIVE = [ReportStatus.QUEUED, ReportStatus.RUNNING, ReportStatus.CANCELLING]
 _ALREADY_ACTIVE = "a research run on this corpus is already in progress; wait for it or cancel it"
+
+
+def _active_runs_below_cap(*, user_id: int, field: str) -> None:
+    """RESEARCH_MAX_ACTIVE_RUNS_PER_USER across corpora (0: no cap). Called in the start's
+    transaction with the user's row locked, so simultaneous starts on PostgreSQL count each other."""
+    cap = settings.RESEARCH_MAX_ACTIVE_RUNS_PER_USER
+    if cap <= 0:
+        return
+    list(get_user_model().objects.select_for_update().filter(pk=user_id).values_list("pk", flat=True))
+    if ResearchReport.objects.filter(creator_id=user_id, status__in=_ACTIVE).count() >= cap:
+        raise TooManyActiveRuns(
+            f"you have {cap} research runs in progress, the most at once; wait for one or cancel it",
+            field=field,
+        )
 
 
 def _breadth(value: Any) -> int:
@@ -332,6 +349,7 @@ def report_resume(*, user: AbstractBaseUser, report_id: int) -> ResearchReport:
         raise ReportAlreadyActive(_ALREADY_ACTIVE, field="id")
     try:
         with transaction.atomic():
+            _active_runs_below_cap(user_id=report.creator_id, field="id")
             report_transition(
                 report=report,
                 to=ReportStatus.QUEUED,

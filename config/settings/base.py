@@ -170,6 +170,8 @@ LLM_API_KEY = env_str("LLM_API_KEY")
 # Ceilings over the depth presets' token and time budgets (research/constants.py).
 RESEARCH_TOKEN_LIMIT = env_int("RESEARCH_TOKEN_LIMIT", 5_000_000)
 RESEARCH_TIME_LIMIT_SECONDS = env_int("RESEARCH_TIME_LIMIT_SECONDS", 30 * 60)
+# Research runs one user may have queued or running at once, across corpora (0: no cap).
+RESEARCH_MAX_ACTIVE_RUNS_PER_USER = env_int("RESEARCH_MAX_ACTIVE_RUNS_PER_USER", 3)
 # A worker holds a run's lease this long past its last step; a redelivered task may take over
 # a run whose lease expired. The reaper resumes RUNNING reports with no progress for this long.
 RESEARCH_LEASE_SECONDS = env_int("RESEARCH_LEASE_SECONDS", 600)
