@@ -18,7 +18,7 @@ class ApiTokenNode(DjangoObjectType):
         model = ApiToken
         name = "ApiToken"
         interfaces = (relay.Node,)
-        fields = ("name", "prefix", "created", "last_used_at", "revoked_at")
+        fields = ("name", "prefix", "created", "last_used_at", "revoked_at", "expires_at", "read_only")
 
     @classmethod
     def get_queryset(cls, queryset, info):
@@ -34,10 +34,14 @@ class CreateApiToken(BaseMutation):
 
     class Arguments:
         name = graphene.String(required=True)
+        expires_in_days = graphene.Int(description="Days until the token stops working; omit for never.")
+        read_only = graphene.Boolean(description="A read-only token can query but not run mutations.")
 
     @classmethod
-    def perform(cls, root, info, name):
-        issued = api_token_create(user=require_user(info), name=name)
+    def perform(cls, root, info, name, expires_in_days=None, read_only=False):
+        issued = api_token_create(
+            user=require_user(info), name=name, expires_in_days=expires_in_days, read_only=bool(read_only)
+        )
         return {"token": issued.token, "secret": issued.secret}
 
 

@@ -2,6 +2,7 @@
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 TOKEN_NAME_MAX_CHARS = 100
 
@@ -15,6 +16,10 @@ class ApiToken(models.Model):
     created = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
+    # Null: never expires.
+    expires_at = models.DateTimeField(null=True, blank=True)
+    # A read-only token can query but not run mutations.
+    read_only = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["-created", "-pk"]
@@ -24,4 +29,4 @@ class ApiToken(models.Model):
 
     @property
     def is_active(self) -> bool:
-        return self.revoked_at is None
+        return self.revoked_at is None and (self.expires_at is None or self.expires_at > timezone.now())

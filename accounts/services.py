@@ -4,11 +4,13 @@ secret is returned once), checked, revoked."""
 import hashlib
 import secrets
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
+from django.db.models import Q
 from django.utils import timezone
 
 from accounts.models import TOKEN_NAME_MAX_CHARS, ApiToken
@@ -16,6 +18,7 @@ from config.exceptions import ApplicationError
 
 TOKEN_PREFIX = "dc_"  # noqa: S105 - a public marker, not a secret
 TOKENS_PER_USER_MAX = 50
+TOKEN_EXPIRY_MAX_DAYS = 3650
 # last_used_at is refreshed at most this often, so a busy client does not write on every call.
 LAST_USED_RESOLUTION_SECONDS = 60
 
@@ -36,6 +39,10 @@ class TokenNotFound(TokenError):
     code = "token_not_found"
 
 
+class TokenExpiryInvalid(TokenError):
+    code = "token_expiry_invalid"
+
+
 @dataclass(frozen=True)
 class IssuedToken:
     token: ApiToken
@@ -46,14 +53,37 @@ def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
 
 
-def api_token_create(*, user: AbstractBaseUser, name: str) -> IssuedToken:
+def api_token_create(
+    *, user: AbstractBaseUser, name: str, expires_in_days: int | None = None, read_only: bool = False
+) -> IssuedToken:
+    """A new token for `user`, expiring after `expires_in_days` (None: never); a read-only one
+    can query but not run mutations."""
     name = " ".join((name or "").split())
     if not name or len(name) > TOKEN_NAME_MAX_CHARS or "\x00" in name:
         raise TokenNameInvalid(f"a token name is 1 to {TOKEN_NAME_MAX_CHARS} characters", field="name")
-    if ApiToken.objects.filter(user=user, revoked_at__isnull=True).count() >= TOKENS_PER_USER_MAX:
+    if expires_in_days is not None and (
+        isinstance(expires_in_days, bool)
+        or not isinstance(expires_in_days, int)
+        or not 1 <= expires_in_days <= TOKEN_EXPIRY_MAX_DAYS
+    ):
+        raise TokenExpiryInvalid(
+            f"a token expires in 1 to {TOKEN_EXPIRY_MAX_DAYS} days (or never)", field="expires_in_days"
+        )
+    live = ApiToken.objects.filter(user=user, revoked_at__isnull=True).filter(
+        Q(expires_at__isnull=True) | Q(expires_at__gt=timezone.now())
+    )
+    if live.count() >= TOKENS_PER_USER_MAX:
         raise TokenLimitReached(f"at most {TOKENS_PER_USER_MAX} active tokens; revoke one first")
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    token = ApiToken.objects.create(user=user, name=name, prefix=secret[:10], digest=_digest(secret))
+    expires_at = None if expires_in_days is None else timezone.now() + timedelta(days=expires_in_days)
+    token = ApiToken.objects.create(
+        user=user,
+        name=name,
+        prefix=secret[:10],
+        digest=_digest(secret),
+        expires_at=expires_at,
+        read_only=bool(read_only),
+    )
     return IssuedToken(token=token, secret=secret)
 
 
@@ -67,24 +97,32 @@ def api_token_revoke(*, user: AbstractBaseUser, token_id: int) -> ApiToken:
     return token
 
 
-def api_token_authenticate(*, secret: str) -> AbstractBaseUser | None:
-    """The active user a bearer secret belongs to, or None."""
+def api_token_check(*, secret: str) -> ApiToken | None:
+    """The live token a bearer secret is (not revoked, not expired, its user active), with its
+    user loaded; None otherwise."""
     if not secret or not secret.startswith(TOKEN_PREFIX) or len(secret) > 200:
         return None
+    now = timezone.now()
     token = (
         ApiToken.objects.select_related("user")
         .filter(digest=_digest(secret), revoked_at__isnull=True, user__is_active=True)
+        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
         .first()
     )
     if token is None:
         return None
-    now = timezone.now()
     if (
         token.last_used_at is None
         or (now - token.last_used_at).total_seconds() > LAST_USED_RESOLUTION_SECONDS
     ):
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
-    return token.user
+    return token
+
+
+def api_token_authenticate(*, secret: str) -> AbstractBaseUser | None:
+    """The active user a live bearer secret belongs to, or None."""
+    token = api_token_check(secret=secret)
+    return None if token is None else token.user
 
 
 # --- Accounts ---------------------------------------------------------------------------------

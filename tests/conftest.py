@@ -1,5 +1,6 @@
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.cache import cache
 from pydantic_ai import models as pydantic_ai_models
 
 from corpora.retrieval.dense import dense_indexes
@@ -22,6 +23,7 @@ def _run_loop_connections_closed(django_db_setup):
 @pytest.fixture(autouse=True)
 def _fresh_process_caches():
     # Tests reuse primary keys across rolled-back transactions; process caches must not.
+    cache.clear()  # rate-limit counts, keyed by user id
     dense_indexes.clear()
     term_statistics.clear()
     term_indexes.clear()

@@ -3,6 +3,7 @@
 import pytest
 from django.contrib.auth import authenticate, get_user_model
 from django.core.management import CommandError, call_command
+from django.test import RequestFactory
 
 from accounts.models import ApiToken
 from accounts.services import api_token_authenticate
@@ -11,12 +12,17 @@ from corpora.services import cli_user_ensure
 pytestmark = pytest.mark.django_db
 
 
+def signs_in(username: str, password: str):
+    """authenticate() as the sign-in page calls it (django-axes needs the request)."""
+    return authenticate(RequestFactory().post("/accounts/login/"), username=username, password=password)
+
+
 def test_createuser_makes_a_normal_account_that_signs_in(monkeypatch, capsys):
     monkeypatch.setenv("NEW_PASSWORD", "a long enough passphrase 42")
     call_command("createuser", "carol", "--email", "carol@example.org", "--password-env", "NEW_PASSWORD")
     user = get_user_model().objects.get(username="carol")
     assert (user.email, user.is_staff, user.is_superuser) == ("carol@example.org", False, False)
-    assert authenticate(username="carol", password="a long enough passphrase 42") == user
+    assert signs_in("carol", "a long enough passphrase 42") == user
     assert "created 'carol'" in capsys.readouterr().out
 
 
@@ -51,6 +57,21 @@ def test_createapitoken_prints_a_working_token_once(user, capsys):
     assert api_token_authenticate(secret=secret) == user
 
 
+def test_createapitoken_can_make_a_read_only_token_that_expires(user, capsys):
+    call_command("createapitoken", "alice", "--name", "dashboard", "--read-only", "--expires-days", "7")
+    secret = capsys.readouterr().out.strip()
+    token = ApiToken.objects.get(user=user)
+    assert token.read_only
+    assert 6.9 < (token.expires_at - token.created).total_seconds() / 86400 <= 7
+    assert api_token_authenticate(secret=secret) == user
+
+
+def test_createapitoken_refuses_an_expiry_out_of_range(user):
+    with pytest.raises(CommandError) as error:
+        call_command("createapitoken", "alice", "--expires-days", "0")
+    assert str(error.value).startswith("[token_expiry_invalid]")
+
+
 def test_createapitoken_for_a_missing_user_is_one_line_with_a_code():
     with pytest.raises(CommandError) as error:
         call_command("createapitoken", "nobody")
@@ -69,6 +90,6 @@ def test_localaccount_gives_the_command_line_account_a_password_once(capsys):
     second = capsys.readouterr().out
     # then a password was made and printed once, and it signs in
     password = first.split("with password ", 1)[1].split()[0]
-    assert authenticate(username="deepcite", password=password) is not None
+    assert signs_in("deepcite", password) is not None
     assert "http://127.0.0.1:8000/accounts/login/" in first
     assert password not in second and "with its password" in second

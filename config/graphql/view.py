@@ -13,12 +13,22 @@ from django.middleware.csrf import CsrfViewMiddleware
 from django.utils.decorators import method_decorator
 from django.views.decorators.csrf import csrf_exempt
 from graphene_django.views import GraphQLView
-from graphql import ExecutionResult, GraphQLError, ValidationRule, parse, specified_rules, validate
-from graphql.language import FieldNode
+from graphql import (
+    ExecutionResult,
+    GraphQLError,
+    OperationType,
+    ValidationRule,
+    get_operation_ast,
+    parse,
+    specified_rules,
+    validate,
+)
+from graphql.language import FieldNode, FragmentSpreadNode, InlineFragmentNode
 
-from accounts.services import api_token_authenticate
+from accounts.services import api_token_check
 from config.exceptions import ApplicationError
 from config.graphql.errors import camel_case
+from config.ratelimit import RateLimited, client_address, rate, rate_limit_hit
 
 logger = logging.getLogger(__name__)
 
@@ -147,6 +157,9 @@ class DeepciteGraphQLView(GraphQLView):
             refused = validate(self.schema.graphql_schema, document, [self.limits])
             if refused:
                 return ExecutionResult(data=None, errors=refused)
+            operation = get_operation_ast(document, operation_name)
+            if operation is not None and operation.operation == OperationType.MUTATION:
+                self._mutation_allowed(request, _root_fields(operation, document))
         return super().execute_graphql_request(request, data, query, variables, operation_name, show_graphiql)
 
     def get_graphql_params(self, request, data):
@@ -174,13 +187,19 @@ class DeepciteGraphQLView(GraphQLView):
             raise _Rejected(_error(400, "invalid_body", "the request body is nested too deeply")) from exc
 
     def _authenticate(self, request: HttpRequest) -> None:
+        request.api_token = None
         header = request.headers.get("Authorization", "")
         if header:
             scheme, _, secret = header.partition(" ")
-            user = api_token_authenticate(secret=secret.strip()) if scheme.lower() == "bearer" else None
-            if user is None:
-                raise _Rejected(_error(401, "invalid_token", "the API token is missing, unknown or revoked"))
-            request.user = user
+            token = api_token_check(secret=secret.strip()) if scheme.lower() == "bearer" else None
+            if token is None:
+                # Guessing tokens is counted per address; past the limit the answer is 429.
+                _limited("token_failures", client_address(request))
+                raise _Rejected(
+                    _error(401, "invalid_token", "the API token is missing, unknown, expired or revoked")
+                )
+            request.user = token.user
+            request.api_token = token
             return
         if not getattr(request, "user", None):
             request.user = AnonymousUser()
@@ -189,6 +208,20 @@ class DeepciteGraphQLView(GraphQLView):
             refusal = CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {})
             if refusal is not None:
                 raise _Rejected(_error(403, "csrf_failed", "CSRF check failed"))
+
+    @staticmethod
+    def _mutation_allowed(request: HttpRequest, fields: list[str]) -> None:
+        """A read-only token runs no mutation; every mutation field counts against the user's
+        (or, signed out, the address's) rate, research starts and chat messages against their own."""
+        if request.api_token is not None and request.api_token.read_only:
+            raise _Rejected(
+                _error(403, "token_read_only", "this API token is read-only: it cannot run mutations")
+            )
+        user = request.user
+        key = f"user:{user.pk}" if user.is_authenticated else f"address:{client_address(request)}"
+        _limited("mutations", key, amount=len(fields))
+        _limited("research", key, amount=sum(f in RESEARCH_MUTATIONS for f in fields))
+        _limited("chat", key, amount=sum(f in CHAT_MUTATIONS for f in fields))
 
     def can_display_graphiql(self, request, data):
         return settings.DEBUG and super().can_display_graphiql(request, data)
@@ -258,3 +291,48 @@ def text_problem(value) -> str | None:
 
 def _error(status: int, code: str, message: str) -> JsonResponse:
     return JsonResponse({"errors": [{"message": message, "extensions": {"code": code}}]}, status=status)
+
+
+RESEARCH_MUTATIONS = frozenset({"startResearchReport", "resumeResearchReport"})
+CHAT_MUTATIONS = frozenset({"sendChatMessage"})
+
+
+def _limited(name: str, key: str, *, amount: int = 1) -> None:
+    """Count against the rate called `name`; past it, refuse with 429 and Retry-After."""
+    try:
+        rate_limit_hit(scope=name, key=key, rate=rate(name), amount=amount)
+    except RateLimited as limited:
+        response = JsonResponse(
+            {
+                "errors": [
+                    {
+                        "message": limited.message,
+                        "extensions": {"code": limited.code, "retryAfter": limited.retry_after},
+                    }
+                ]
+            },
+            status=429,
+        )
+        response["Retry-After"] = str(limited.retry_after)
+        raise _Rejected(response) from limited
+
+
+def _root_fields(operation, document) -> list[str]:
+    """The names of an operation's root fields, through fragments (each named fragment once:
+    the validation rules have already refused cycles and oversized documents)."""
+    fragments = {d.name.value: d for d in document.definitions if d.kind == "fragment_definition"}
+    names: list[str] = []
+    pending = list(operation.selection_set.selections)
+    seen: set[str] = set()
+    while pending:
+        node = pending.pop()
+        if isinstance(node, FieldNode):
+            names.append(node.name.value)
+        elif isinstance(node, InlineFragmentNode):
+            pending.extend(node.selection_set.selections)
+        elif isinstance(node, FragmentSpreadNode) and node.name.value not in seen:
+            seen.add(node.name.value)
+            fragment = fragments.get(node.name.value)
+            if fragment is not None:
+                pending.extend(fragment.selection_set.selections)
+    return names

@@ -1,5 +1,6 @@
 """Settings shared by every environment; everything deployment-specific comes from the env."""
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -22,6 +23,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "guardian",
     "graphene_django",
+    "axes",
     "accounts",
     "corpora",
     "conversations",
@@ -39,6 +41,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: answers a locked-out sign-in with 429.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -76,11 +80,43 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: a locked-out account is refused before any check
     "django.contrib.auth.backends.ModelBackend",
     "guardian.backends.ObjectPermissionBackend",
 ]
 # No guardian "AnonymousUser" row: anonymous requests see nothing.
 ANONYMOUS_USER_NAME = None
+
+# Sign-in lockout (django-axes): LOGIN_FAILURE_LIMIT wrong passwords for one username from one
+# address lock that pair out for LOGIN_LOCKOUT_MINUTES; a successful sign-in resets the count.
+AXES_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 10)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("LOGIN_LOCKOUT_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_CLIENT_IP_CALLABLE = "config.ratelimit.client_address"
+AXES_VERBOSE = False
+
+# Proxies in front of the app that append to X-Forwarded-For (0: use the socket's address).
+TRUSTED_PROXY_COUNT = env_int("TRUSTED_PROXY_COUNT", 0)
+
+# Rate limits (config/ratelimit.py): N/s, N/m, N/h or N/d; empty or 0 switches one off.
+# Counted per user (all of a user's tokens and sessions together), per address when anonymous.
+RATE_LIMITS = {
+    "mutations": env_str("RATE_LIMIT_MUTATIONS", "120/m"),
+    "research": env_str("RATE_LIMIT_RESEARCH", "10/m"),
+    "chat": env_str("RATE_LIMIT_CHAT", "30/m"),
+    "token_failures": env_str("RATE_LIMIT_TOKEN_FAILURES", "30/m"),
+}
+# Where the counts live: Redis in production (e.g. redis://redis:6379/1), else process memory.
+CACHE_URL = env_str("CACHE_URL")
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CACHE_URL}
+        if CACHE_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "OPTIONS": {"MAX_ENTRIES": 10_000}}
+    )
+}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

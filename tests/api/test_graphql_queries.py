@@ -615,7 +615,10 @@ def test_anonymous_sees_null_objects(anonymous_gql, user, corpus, completed_repo
 # --- authentication --------------------------------------------------------------------------
 INVALID_TOKEN = {
     "errors": [
-        {"message": "the API token is missing, unknown or revoked", "extensions": {"code": "invalid_token"}}
+        {
+            "message": "the API token is missing, unknown, expired or revoked",
+            "extensions": {"code": "invalid_token"},
+        }
     ]
 }
 

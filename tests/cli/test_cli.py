@@ -306,7 +306,9 @@ def test_a_bad_token_exits_1_with_invalid_token(live_server, token, samples):
 
     assert result.returncode == 1
     assert result.stdout == ""
-    assert result.stderr == ("deepcite: [invalid_token] the API token is missing, unknown or revoked\n")
+    assert result.stderr == (
+        "deepcite: [invalid_token] the API token is missing, unknown, expired or revoked\n"
+    )
 
 
 def test_the_token_flag_overrides_the_environment(live_server, token, samples):
