@@ -188,3 +188,19 @@ def test_a_successful_sign_in_resets_the_count(user, settings):
 def test_authenticate_with_a_request_still_works(user):
     request = RequestFactory().post("/accounts/login/")
     assert authenticate(request, username="alice", password="pw-alice-123") == user
+
+
+def test_counts_kept_in_redis_limit_as_in_memory(gql, limits, settings):
+    redis = pytest.importorskip("redis")
+    url = "redis://127.0.0.1:6379/12"
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=1).flushdb()
+    except redis.RedisError:
+        pytest.skip("needs Redis at 127.0.0.1:6379")
+    settings.CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": url}}
+    limits(mutations="2/m")
+    assert [gql(MARK)[0] for _ in range(2)] == [200, 200]
+    limited(gql(MARK))
+    keys = redis.Redis.from_url(url).keys("*ratelimit:mutations:user:*")
+    assert len(keys) == 1 and redis.Redis.from_url(url).ttl(keys[0]) > 0
+    redis.Redis.from_url(url).flushdb()
