@@ -2,6 +2,7 @@
 process's memory otherwise. A cache that cannot be reached lets requests through (logged): a
 rate limit must never be the reason a request fails."""
 
+import ipaddress
 import logging
 import math
 import re
@@ -70,11 +71,21 @@ def rate(name: str) -> Rate | None:
 
 
 def client_address(request: HttpRequest) -> str:
-    """The client's address: REMOTE_ADDR, or with TRUSTED_PROXY_COUNT proxies in front the
-    address the outermost trusted proxy saw (X-Forwarded-For read from the right)."""
+    """The client's IP address: REMOTE_ADDR, or with TRUSTED_PROXY_COUNT proxies in front the
+    address the outermost trusted proxy saw (X-Forwarded-For read from the right). Empty when
+    there is none that parses as an IP address (django-axes stores it in an inet column)."""
     proxies = settings.TRUSTED_PROXY_COUNT
     if proxies > 0:
         hops = [h.strip() for h in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",") if h.strip()]
-        if len(hops) >= proxies:
-            return hops[-proxies][:64]
-    return request.META.get("REMOTE_ADDR", "")[:64] or "unknown"
+        if len(hops) >= proxies and _is_ip(hops[-proxies]):
+            return hops[-proxies]
+    remote = request.META.get("REMOTE_ADDR", "")
+    return remote if _is_ip(remote) else ""
+
+
+def _is_ip(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True

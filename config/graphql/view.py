@@ -194,7 +194,7 @@ class DeepciteGraphQLView(GraphQLView):
             token = api_token_check(secret=secret.strip()) if scheme.lower() == "bearer" else None
             if token is None:
                 # Guessing tokens is counted per address; past the limit the answer is 429.
-                _limited("token_failures", client_address(request))
+                _limited("token_failures", client_address(request) or "unknown")
                 raise _Rejected(
                     _error(401, "invalid_token", "the API token is missing, unknown, expired or revoked")
                 )
@@ -218,7 +218,8 @@ class DeepciteGraphQLView(GraphQLView):
                 _error(403, "token_read_only", "this API token is read-only: it cannot run mutations")
             )
         user = request.user
-        key = f"user:{user.pk}" if user.is_authenticated else f"address:{client_address(request)}"
+        address = client_address(request) or "unknown"
+        key = f"user:{user.pk}" if user.is_authenticated else f"address:{address}"
         _limited("mutations", key, amount=len(fields))
         _limited("research", key, amount=sum(f in RESEARCH_MUTATIONS for f in fields))
         _limited("chat", key, amount=sum(f in CHAT_MUTATIONS for f in fields))

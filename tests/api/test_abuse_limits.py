@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from accounts.models import ApiToken
 from accounts.services import api_token_create
+from config.ratelimit import client_address
 from corpora.services import corpus_create
 from tests.api.conftest import GraphQL, gid
 
@@ -204,3 +205,33 @@ def test_counts_kept_in_redis_limit_as_in_memory(gql, limits, settings):
     keys = redis.Redis.from_url(url).keys("*ratelimit:mutations:user:*")
     assert len(keys) == 1 and redis.Redis.from_url(url).ttl(keys[0]) > 0
     redis.Redis.from_url(url).flushdb()
+
+
+@pytest.mark.parametrize(
+    ("proxies", "forwarded", "remote", "expected"),
+    [
+        (0, "203.0.113.9", "10.0.0.1", "10.0.0.1"),  # no proxy trusted: the header is ignored
+        (1, "198.51.100.7, 203.0.113.9", "10.0.0.1", "203.0.113.9"),  # the proxy's view
+        (2, "198.51.100.7, 203.0.113.9", "10.0.0.1", "198.51.100.7"),
+        (1, "not-an-address", "10.0.0.1", "10.0.0.1"),  # garbage: the socket's address
+        (2, "203.0.113.9", "10.0.0.1", "10.0.0.1"),  # fewer hops than proxies
+        (0, "", "unix-socket", ""),
+    ],
+)
+def test_the_client_address_is_an_ip_the_trusted_proxies_saw(settings, proxies, forwarded, remote, expected):
+    settings.TRUSTED_PROXY_COUNT = proxies
+    request = RequestFactory().get("/", HTTP_X_FORWARDED_FOR=forwarded, REMOTE_ADDR=remote)
+    assert client_address(request) == expected
+
+
+def test_a_forged_forwarded_header_at_sign_in_is_not_a_500(user, settings):
+    settings.TRUSTED_PROXY_COUNT = 1
+    client = Client(HTTP_X_FORWARDED_FOR="'; drop table users; --")
+    assert sign_in(client, "wrong").status_code == 200
+    assert sign_in(client, "pw-alice-123").status_code == 302
+
+
+def test_a_session_signed_in_without_an_address_is_not_a_500(user):
+    client = Client(REMOTE_ADDR="")
+    client.force_login(user)
+    assert client.get("/accounts/login/").status_code == 200
