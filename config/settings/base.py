@@ -4,6 +4,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from kombu import Queue
 
 from config.env import env_bool, env_float, env_int, env_list, env_str
 
@@ -145,6 +146,12 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Two queues, so research runs (waiting on the LLM: many threads) and embedding batches (CPU:
+# few) can have workers of their own (`-Q research` / `-Q embedding`); a worker started without
+# -Q takes both. The reaper goes with the research runs, the embedding sweep with the batches.
+CELERY_TASK_QUEUES = (Queue("research"), Queue("embedding"))
+CELERY_TASK_DEFAULT_QUEUE = "research"
+CELERY_TASK_ROUTES = {"research.*": {"queue": "research"}, "corpora.*": {"queue": "embedding"}}
 # Survives a broker restart with unacknowledged messages in hand (see tasks/worker.py).
 CELERY_WORKER_CONSUMER = "tasks.worker:Consumer"
 # A run in progress keeps running through a lost broker connection (its lease keeps it safe).

@@ -15,6 +15,7 @@ from corpora.models import Document
 from corpora.services import cli_user_ensure, corpus_create
 from research.models import ReportStatus, ResearchReport
 from research.services import report_start
+from tasks.embeddings import embed_corpus
 from tests.factories import ingest_samples
 from tests.integration.workers import broker_for_this_process, start_worker, stop, worker_env
 
@@ -90,3 +91,43 @@ def test_a_worker_process_runs_the_research_and_the_command_waits_for_it(worker,
     call_command("research", "--corpus", "Samples", "--no-wait", "insurance")
     report_id = int(capsys.readouterr().out.strip())
     assert _wait_terminal(report_id, worker).status == ReportStatus.COMPLETED
+
+
+def test_research_and_embedding_have_queues_of_their_own(broker):
+    # Given the two workers compose runs, one per queue, each started alone
+    owner = cli_user_ensure(username="deepcite")
+    corpus = corpus_create(creator=owner, name="Samples")
+    ingest_samples(corpus)
+    queued = redis.Redis.from_url(BROKER_URL)
+
+    def only(queue: str) -> subprocess.Popen:
+        return start_worker(worker_env(broker), pool="threads", concurrency=2, queues=queue)
+
+    # an embedding worker leaves a research run in the research queue
+    embedding = only("embedding")
+    try:
+        report = report_start(user=owner, corpus=corpus, prompt="Research liability caps")
+        time.sleep(3)
+        assert ResearchReport.objects.get(pk=report.pk).status == ReportStatus.QUEUED
+        assert queued.llen("research") == 1
+    finally:
+        stop(embedding)
+    # a research worker takes the run, and leaves an embedding batch in the embedding queue
+    research = only("research")
+    try:
+        assert _wait_terminal(report.pk, research).status == ReportStatus.COMPLETED
+        embed_corpus.delay(corpus.pk)
+        time.sleep(3)
+        assert queued.llen("embedding") == 1
+    finally:
+        stop(research)
+    # which the embedding worker then takes
+    embedding = only("embedding")
+    try:
+        deadline = time.monotonic() + WAIT_SECONDS
+        while queued.llen("embedding") and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert queued.llen("embedding") == 0
+        assert embedding.poll() is None
+    finally:
+        stop(embedding)

@@ -27,9 +27,15 @@ def worker_env(broker_url: str, **extra: str) -> dict[str, str]:
 
 
 def start_worker(
-    env: dict[str, str], *, pool: str = "solo", concurrency: int = 1, log: Path | None = None
+    env: dict[str, str],
+    *,
+    pool: str = "solo",
+    concurrency: int = 1,
+    log: Path | None = None,
+    queues: str | None = None,
 ) -> subprocess.Popen:
-    """A worker process; its log goes to `log` if given (else $DEEPCITE_WORKER_LOG or nowhere)."""
+    """A worker process (of `queues`, comma-separated, or all); its log goes to `log` if given
+    (else $DEEPCITE_WORKER_LOG or nowhere)."""
     return subprocess.Popen(
         [
             sys.executable,
@@ -46,6 +52,7 @@ def start_worker(
             "WARNING",
             "--without-gossip",
             "--without-mingle",
+            *(["--queues", queues] if queues else []),
         ],
         cwd=ROOT,
         env=env,
