@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_CORPUS := Northwind demo
 
-.PHONY: install test test-postgres lint demo serve bench clean
+.PHONY: install test test-postgres lint image-check demo serve bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ test-postgres: install
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/python manage.py makemigrations --check --dry-run
+
+# The Docker image rebuilt and run without Docker (needs PostgreSQL and Redis on localhost).
+image-check: install
+	$(BIN)/python compose/image_check.py
 
 demo: install
 	$(BIN)/python manage.py migrate --noinput -v 0

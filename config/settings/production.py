@@ -13,6 +13,10 @@ SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", True)
 CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", True)
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0)
+# Only for a domain whose every subdomain is HTTPS-only (and, for preload, meant for browsers'
+# built-in lists): both are hard to undo, so they are off unless the operator says so.
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", False)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
 # Redirect plain-HTTP requests to HTTPS (behind a TLS proxy, which usually does it already);
 # /healthz stays reachable over HTTP for container healthchecks.
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
