@@ -159,11 +159,16 @@ _ALREADY_ACTIVE = "a research run on this corpus is already in progress; wait fo
 
 def _active_runs_below_cap(*, user_id: int, field: str) -> None:
     """RESEARCH_MAX_ACTIVE_RUNS_PER_USER across corpora (0: no cap). Called in the start's
-    transaction with the user's row locked, so simultaneous starts on PostgreSQL count each other."""
+    transaction with the user's row locked, so simultaneous starts on PostgreSQL count each other.
+    FOR NO KEY UPDATE, not FOR UPDATE: a run ending at that moment inserts rows that reference
+    the user (a foreign key check takes FOR KEY SHARE on the user's row) while this start's
+    insert waits on that run's update of the one-active-report index; FOR UPDATE made that a
+    deadlock."""
     cap = settings.RESEARCH_MAX_ACTIVE_RUNS_PER_USER
     if cap <= 0:
         return
-    list(get_user_model().objects.select_for_update().filter(pk=user_id).values_list("pk", flat=True))
+    locked = get_user_model().objects.select_for_update(no_key=True).filter(pk=user_id)
+    list(locked.values_list("pk", flat=True))
     if ResearchReport.objects.filter(creator_id=user_id, status__in=_ACTIVE).count() >= cap:
         raise TooManyActiveRuns(
             f"you have {cap} research runs in progress, the most at once; wait for one or cancel it",
