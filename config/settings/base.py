@@ -228,6 +228,8 @@ RESEARCH_INPROCESS_WORKERS = env_int("RESEARCH_INPROCESS_WORKERS", 4)
 RESEARCH_DATABASE_THREADS = env_int("RESEARCH_DATABASE_THREADS", 4)
 
 LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "login"
 
 # --- GraphQL --------------------------------------------------------------------------------
 GRAPHENE = {
