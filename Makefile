@@ -16,7 +16,12 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[dev]"
 	touch $@
 
-install: $(VENV)/.installed
+install: $(VENV)/.installed assets/graphiql/VERSIONS
+
+# GraphiQL's browser files from the npm registry, checked against graphene-django's hashes
+# (config/graphql/assets.py). Without them (no registry reachable) GraphiQL uses its CDN.
+assets/graphiql/VERSIONS: | $(VENV)/.installed
+	-$(BIN)/python -m config.graphql.assets
 
 test: install
 	$(BIN)/pytest

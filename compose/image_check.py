@@ -277,6 +277,7 @@ def check(work: Path) -> None:
         "SECURE_HSTS_INCLUDE_SUBDOMAINS": "1",
         "SECURE_HSTS_PRELOAD": "1",
         "SECURE_SSL_REDIRECT": "1",
+        "GRAPHIQL": "1",
     }
     manage = ["python", "manage.py"]
     say(
@@ -329,7 +330,14 @@ def check(work: Path) -> None:
         status, css = fetch(f"{base}/static/{manifest['admin/css/base.css']}", https)
         if status != 200 or not css:
             raise CheckFailed(f"a collected static file answered {status}")
-        say("gunicorn (the image's CMD): /healthz 200, login page 200, static files served")
+        status, page = fetch(base + "/graphql", {**https, "Accept": "text/html"})
+        local = re.findall(rb'src="(/static/graphiql/graphiql\.min\.[0-9a-f]+\.js)"', page)
+        if status != 200 or not local or b"cdn.jsdelivr.net" in page:
+            raise CheckFailed(f"GraphiQL answered {status} without its own files (fetched at build time)")
+        status, script = fetch(base + local[0].decode(), https)
+        if status != 200 or len(script) < 100_000:
+            raise CheckFailed(f"GraphiQL's script answered {status}")
+        say("gunicorn (the image's CMD): /healthz, login page, static files, GraphiQL's own files")
 
         for queue in ("research", "embedding"):
             worker = background(

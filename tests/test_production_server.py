@@ -2,9 +2,11 @@
 files collected and served by WhiteNoise, /healthz, and the login page (its template found)."""
 
 import json
+import re
 
 import pytest
 
+from config.graphql.assets import ASSETS
 from tests.production_server import get as _get
 from tests.production_server import production_server as serve
 
@@ -44,3 +46,24 @@ def test_production_server_renders_the_login_page(production_server):
     status, body, _headers = _get(base + "/accounts/login/")
     assert status == 200
     assert b'name="password"' in body
+
+
+@pytest.fixture(scope="module")
+def graphiql_server(tmp_path_factory):
+    workdir = tmp_path_factory.mktemp("graphiql")
+    with serve(workdir, GRAPHIQL="1") as server:
+        yield server.base
+
+
+def test_graphiql_loads_its_files_from_the_app_not_a_cdn(graphiql_server):
+    # Given GraphiQL switched on in production, its files fetched at install (make install)
+    # When a browser asks /graphql for HTML
+    status, page, _headers = _get(graphiql_server + "/graphql", {"Accept": "text/html"})
+    # Then every script and stylesheet is the app's own, and each is served
+    assert status == 200
+    assert b"cdn.jsdelivr.net" not in page
+    files = re.findall(rb'(?:src|href)="(/static/[^"]+)"', page)
+    assert sum(b"/static/graphiql/" in f for f in files) == sum(a.sri_attribute is not None for a in ASSETS)
+    for path in files:
+        status, body, _headers = _get(graphiql_server + path.decode())
+        assert status == 200 and body, path

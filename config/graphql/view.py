@@ -1,11 +1,13 @@
 """The /graphql endpoint: session or bearer-token authentication, CSRF for session requests,
 depth and size limits, and errors that carry a code and never a traceback."""
 
+import functools
 import logging
 import re
 
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser
+from django.contrib.staticfiles import finders
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import HttpRequest, HttpResponse, JsonResponse, UnreadablePostError
 from django.http.multipartparser import MultiPartParserError
@@ -27,6 +29,7 @@ from graphql.language import FieldNode, FragmentSpreadNode, InlineFragmentNode
 
 from accounts.services import api_token_check
 from config.exceptions import ApplicationError
+from config.graphql.assets import ASSETS as GRAPHIQL_ASSETS
 from config.graphql.errors import camel_case
 from config.ratelimit import RateLimited, client_address, rate, rate_limit_hit
 
@@ -225,7 +228,11 @@ class DeepciteGraphQLView(GraphQLView):
         _limited("chat", key, amount=sum(f in CHAT_MUTATIONS for f in fields))
 
     def can_display_graphiql(self, request, data):
-        return settings.DEBUG and super().can_display_graphiql(request, data)
+        return settings.GRAPHIQL and super().can_display_graphiql(request, data)
+
+    def render_graphiql(self, request, **data):
+        # The files config.graphql.assets fetched, served by the app; else graphene-django's CDN.
+        return super().render_graphiql(request, graphiql_local=_graphiql_local(), **data)
 
     @staticmethod
     def format_error(error):
@@ -337,3 +344,8 @@ def _root_fields(operation, document) -> list[str]:
             if fragment is not None:
                 pending.extend(fragment.selection_set.selections)
     return names
+
+
+@functools.cache
+def _graphiql_local() -> bool:
+    return all(finders.find(f"graphiql/{asset.name}") for asset in GRAPHIQL_ASSETS)

@@ -133,6 +133,8 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
+# Files fetched at install / image build time, not committed: GraphiQL's (config/graphql/assets.py).
+STATICFILES_DIRS = [BASE_DIR / "assets"] if (BASE_DIR / "assets").is_dir() else []
 
 # --- Celery ---------------------------------------------------------------------------------
 # Unset broker = no services: tasks run in this process (tasks.research, tasks.embeddings),
@@ -232,6 +234,9 @@ LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
 # --- GraphQL --------------------------------------------------------------------------------
+# The GraphiQL page at /graphql for a browser (Accept: text/html): on with DEBUG, or on its own.
+GRAPHIQL = env_bool("GRAPHIQL", DEBUG)
+
 GRAPHENE = {
     "SCHEMA": "config.schema.schema",
     "RELAY_CONNECTION_MAX_LIMIT": 100,
