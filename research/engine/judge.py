@@ -6,9 +6,9 @@ which verbatim quote. The LLM judge runs on RESEARCH_WORKER_MODEL; its verdicts 
 The offline judge decides from calibrated evidence: how the document's best passage scores on
 the question's words (BM25) relative to the best passage anywhere in the scope, and how close
 its best sentence comes to what the best documents say (research.engine.feedback), averaged;
-then whether one of its sentences says enough of the question to quote. bench/quality.py
-measured the thresholds on CUAD rooms and ContractNLI. Without an embedding model the BM25
-share alone decides."""
+the quote is then its sentence that shares the most (and rarest) of the question's words.
+bench/quality.py measured the threshold on CUAD rooms and ContractNLI. Without an embedding
+model the BM25 share alone decides."""
 
 from dataclasses import dataclass
 from typing import Any
@@ -29,8 +29,11 @@ OFFLINE_JUDGE = "deepcite-offline-judge"
 # reaches EVIDENCE_MIN (or, with no reference, the BM25 share alone LEXICAL_RELATIVE_MIN) ...
 EVIDENCE_MIN = 0.68
 LEXICAL_RELATIVE_MIN = 0.5
-# ... and one of its sentences holds at least this share of the question's (rarity-weighted) words.
-SENTENCE_COVERAGE_MIN = 0.2
+# The quote needs only to share a word with the question: asking it to hold a share of the
+# question's words as well (0.2) rejected documents the evidence had rightly accepted (CUAD rooms,
+# standard: document recall 0.55 -> 0.60 and precision 0.673 -> 0.687 without it; ContractNLI
+# unchanged).
+SENTENCE_COVERAGE_MIN = 0.0
 PASSAGES_SHOWN = 3
 
 
