@@ -6,7 +6,7 @@ from graphene import relay
 from accounts.graphql import AccountsMutation
 from config.graphql.ids import InvalidId, decode_any_id
 from conversations.graphql import ConversationsMutation, ConversationsQuery
-from corpora.graphql import CorporaQuery
+from corpora.graphql import CorporaMutation, CorporaQuery
 from notifications.graphql import NotificationsMutation, NotificationsQuery
 from research.graphql import ResearchMutation, ResearchQuery
 
@@ -28,7 +28,12 @@ class Query(CorporaQuery, ResearchQuery, NotificationsQuery, ConversationsQuery,
 
 
 class Mutation(
-    ResearchMutation, ConversationsMutation, NotificationsMutation, AccountsMutation, graphene.ObjectType
+    CorporaMutation,
+    ResearchMutation,
+    ConversationsMutation,
+    NotificationsMutation,
+    AccountsMutation,
+    graphene.ObjectType,
 ):
     pass
 

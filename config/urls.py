@@ -8,6 +8,7 @@ from django.views.generic import RedirectView
 from accounts.views import api_token_revoke_view, api_tokens
 from config.graphql.view import DeepciteGraphQLView
 from config.health import healthz
+from corpora.views import document_upload
 
 urlpatterns = [
     path("admin/", admin.site.urls),
@@ -18,6 +19,7 @@ urlpatterns = [
     # Until the web app's home page exists, signing in lands on the account page.
     path("", RedirectView.as_view(pattern_name="account-tokens"), name="home"),
     path("graphql", DeepciteGraphQLView.as_view(graphiql=True), name="graphql"),
+    path("api/corpora/<str:corpus_ref>/documents", document_upload, name="corpus-documents-upload"),
     path("healthz", healthz, name="healthz"),
     path("reports/", include("research.urls")),
 ]

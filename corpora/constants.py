@@ -20,3 +20,9 @@ SEARCH_MODES = (SEARCH_MODE_HYBRID, SEARCH_MODE_LEXICAL, SEARCH_MODE_DENSE)
 
 CORPUS_NAME_MAX_LENGTH = 200
 DOCUMENT_TITLE_MAX_LENGTH = 500
+
+# The upload endpoint: the multipart field that carries the files, and the longest file name
+# kept (longer ones are cut, their suffix kept). The number of files a request may carry is
+# Django's DATA_UPLOAD_MAX_NUMBER_FILES (100).
+UPLOAD_FIELD = "files"
+UPLOAD_FILENAME_MAX_CHARS = 255

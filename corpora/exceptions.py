@@ -24,6 +24,33 @@ class CorpusAmbiguous(CorpusError):
     code = "corpus_ambiguous"
 
 
+class CorpusPermissionDenied(CorpusError):
+    # A user the corpus is shared with may read it but not manage it.
+    code = "permission_denied"
+
+
+class CorpusBusy(CorpusError):
+    # A research run on the corpus is queued, running or cancelling.
+    code = "corpus_busy"
+
+
+class CorpusHasReports(CorpusError):
+    code = "corpus_has_reports"
+
+
+class DocumentNotFound(CorpusError):
+    # The same error whether the document does not exist or its corpus is hidden.
+    code = "document_not_found"
+
+
+class ShareUserNotFound(CorpusError):
+    code = "user_not_found"
+
+
+class ShareWithSelf(CorpusError):
+    code = "cannot_share_with_self"
+
+
 class IngestError(ApplicationError):
     code = "ingest_error"
 

@@ -1,14 +1,25 @@
-"""GraphQL types and queries for corpora, documents and passages."""
+"""GraphQL types, queries and mutations for corpora, documents and passages. Managing a corpus
+(rename, delete, share, delete a document) is its creator's; a user it is shared with reads,
+searches and researches it."""
 
 import graphene
 from django.db.models import Count, IntegerField, OuterRef, Prefetch, Subquery
 from graphene import relay
 from graphene_django import DjangoObjectType
 
-from config.graphql.ids import decode_id
+from config.graphql.errors import BaseMutation, require_user
+from config.graphql.ids import decode_id, encode_id
 from config.graphql.pagination import BoundedConnectionField
 from corpora.models import Corpus, Document, Passage
-from corpora.selectors import corpus_list
+from corpora.selectors import corpus_get_for_creator, corpus_list, corpus_shared_with, document_get_for_user
+from corpora.services import (
+    corpus_create,
+    corpus_delete,
+    corpus_rename,
+    corpus_share,
+    corpus_unshare,
+    document_delete,
+)
 
 
 def _visible_corpus_ids(info) -> object:
@@ -32,6 +43,14 @@ def _count_of(model) -> Subquery:
 class CorpusNode(DjangoObjectType):
     document_count = graphene.Int(required=True)
     passage_count = graphene.Int(required=True)
+    is_creator = graphene.Boolean(
+        required=True, description="You created this corpus, so you may rename, delete, share and upload."
+    )
+    shared_with = graphene.List(
+        graphene.NonNull(graphene.String),
+        required=True,
+        description="Usernames the corpus is shared with; empty unless you are its creator.",
+    )
 
     class Meta:
         model = Corpus
@@ -56,6 +75,14 @@ class CorpusNode(DjangoObjectType):
         if not hasattr(self, "_passages"):
             return Passage.objects.filter(corpus_id=self.pk).count()
         return self._passages or 0
+
+    def resolve_is_creator(self, info) -> bool:
+        return self.creator_id == info.context.user.pk
+
+    def resolve_shared_with(self, info) -> list[str]:
+        if self.creator_id != info.context.user.pk:
+            return []
+        return corpus_shared_with(corpus=self)
 
 
 class DocumentNode(DjangoObjectType):
@@ -124,3 +151,108 @@ class CorporaQuery(graphene.ObjectType):
     def resolve_passage(root, info, id):
         pk = decode_id(id, "Passage")
         return PassageNode.get_queryset(Passage.objects.all(), info).filter(pk=pk).first()
+
+
+# --- Mutations ------------------------------------------------------------------------------
+class CreateCorpus(BaseMutation):
+    corpus = graphene.Field(CorpusNode)
+
+    class Arguments:
+        name = graphene.String(required=True)
+
+    @classmethod
+    def perform(cls, root, info, name):
+        return {"corpus": corpus_create(creator=require_user(info), name=name)}
+
+
+class RenameCorpus(BaseMutation):
+    corpus = graphene.Field(CorpusNode)
+
+    class Arguments:
+        id = graphene.ID(required=True)
+        name = graphene.String(required=True)
+
+    @classmethod
+    def perform(cls, root, info, id, name):
+        user = require_user(info)
+        corpus = corpus_get_for_creator(user=user, corpus_id=decode_id(id, "Corpus"))
+        return {"corpus": corpus_rename(user=user, corpus=corpus, name=name)}
+
+
+class DeleteCorpus(BaseMutation):
+    deleted_id = graphene.ID(description="The deleted corpus's id.")
+    deleted_documents = graphene.Int()
+    deleted_reports = graphene.Int(description="Research reports deleted with it (every user's).")
+
+    class Arguments:
+        id = graphene.ID(required=True)
+        delete_reports = graphene.Boolean(
+            default_value=False,
+            description="Delete the corpus's research reports with it; without this a corpus with "
+            "reports is refused (corpus_has_reports).",
+        )
+
+    @classmethod
+    def perform(cls, root, info, id, delete_reports=False):
+        user = require_user(info)
+        corpus = corpus_get_for_creator(user=user, corpus_id=decode_id(id, "Corpus"))
+        deleted = corpus_delete(user=user, corpus=corpus, delete_reports=bool(delete_reports))
+        return {
+            "deleted_id": encode_id("Corpus", deleted.corpus_id),
+            "deleted_documents": deleted.documents,
+            "deleted_reports": deleted.reports,
+        }
+
+
+class DeleteDocument(BaseMutation):
+    deleted_id = graphene.ID(description="The deleted document's id.")
+    corpus = graphene.Field(CorpusNode, description="The corpus it was in, as it is now.")
+
+    class Arguments:
+        id = graphene.ID(required=True)
+
+    @classmethod
+    def perform(cls, root, info, id):
+        user = require_user(info)
+        document = document_get_for_user(user=user, document_id=decode_id(id, "Document"))
+        corpus = document_delete(user=user, document=document)
+        return {"deleted_id": encode_id("Document", document.pk), "corpus": corpus}
+
+
+class ShareCorpus(BaseMutation):
+    corpus = graphene.Field(CorpusNode)
+
+    class Arguments:
+        id = graphene.ID(required=True)
+        username = graphene.String(required=True)
+
+    @classmethod
+    def perform(cls, root, info, id, username):
+        user = require_user(info)
+        corpus = corpus_get_for_creator(user=user, corpus_id=decode_id(id, "Corpus"))
+        corpus_share(user=user, corpus=corpus, username=username)
+        return {"corpus": corpus}
+
+
+class UnshareCorpus(BaseMutation):
+    corpus = graphene.Field(CorpusNode)
+
+    class Arguments:
+        id = graphene.ID(required=True)
+        username = graphene.String(required=True)
+
+    @classmethod
+    def perform(cls, root, info, id, username):
+        user = require_user(info)
+        corpus = corpus_get_for_creator(user=user, corpus_id=decode_id(id, "Corpus"))
+        corpus_unshare(user=user, corpus=corpus, username=username)
+        return {"corpus": corpus}
+
+
+class CorporaMutation(graphene.ObjectType):
+    create_corpus = CreateCorpus.Field()
+    rename_corpus = RenameCorpus.Field()
+    delete_corpus = DeleteCorpus.Field()
+    delete_document = DeleteDocument.Field()
+    share_corpus = ShareCorpus.Field()
+    unshare_corpus = UnshareCorpus.Field()

@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import QuerySet
-from guardian.shortcuts import get_objects_for_user
+from guardian.shortcuts import get_objects_for_user, get_users_with_perms
 
 from corpora.constants import (
     FUSION_CANDIDATES_MIN,
@@ -29,7 +29,9 @@ from corpora.embedding import embed_query_async, get_embedder_or_none
 from corpora.exceptions import (
     CorpusAmbiguous,
     CorpusNotFound,
+    CorpusPermissionDenied,
     DenseSearchUnavailable,
+    DocumentNotFound,
     EmbeddingUnavailable,
     InvalidSearchMode,
     InvalidTopK,
@@ -64,6 +66,13 @@ def cli_user_get(*, username: str) -> AbstractBaseUser:
     return user
 
 
+def user_get_active(*, username: str) -> AbstractBaseUser | None:
+    """The active account with exactly this username (a corpus is shared with it by name)."""
+    if not username:
+        return None
+    return get_user_model().objects.filter(username=username, is_active=True).first()
+
+
 # --- Corpora --------------------------------------------------------------------------------
 def corpus_list(*, user: User) -> QuerySet[Corpus]:
     if not user.is_authenticated:
@@ -88,6 +97,36 @@ def corpus_get_for_user(*, user: User, corpus_id: int | None = None, name: str |
             return owned[0]
         raise CorpusAmbiguous(f"more than one corpus named {name!r}; use its id")
     return matches[0]
+
+
+def corpus_get_for_creator(*, user: User, corpus_id: int) -> Corpus:
+    """A corpus the user may manage: corpus_not_found when they cannot see it (missing or
+    hidden alike), permission_denied when it is only shared with them."""
+    try:
+        corpus = corpus_get_for_user(user=user, corpus_id=corpus_id)
+    except CorpusNotFound as exc:
+        raise CorpusNotFound("corpus not found", field="id") from exc
+    if corpus.creator_id != user.pk:
+        raise CorpusPermissionDenied("only the corpus's creator can do that", field="id")
+    return corpus
+
+
+def corpus_shared_with(*, corpus: Corpus) -> list[str]:
+    """The usernames the corpus is shared with (view_corpus granted to them), its creator aside."""
+    users = get_users_with_perms(
+        corpus, with_group_users=False, with_superusers=False, only_with_perms_in=["view_corpus"]
+    )
+    return sorted(u.get_username() for u in users if u.pk != corpus.creator_id)
+
+
+def document_get_for_user(*, user: User, document_id: int) -> Document:
+    """A document of a corpus the user may read; the same error for missing and hidden."""
+    document = (
+        Document.objects.filter(pk=document_id, corpus__in=corpus_list(user=user)).defer("text").first()
+    )
+    if document is None:
+        raise DocumentNotFound("document not found", field="id")
+    return document
 
 
 def corpus_stats(*, corpus: Corpus) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""Writes to corpora, documents and passages. Each is atomic: a document is stored with all its
-passages and lexical index entries, or not at all."""
+"""Writes to corpora, documents and passages. Each is atomic: a document is stored (or deleted)
+with all its passages and lexical index entries, or not at all. Managing a corpus (rename,
+delete, share, delete a document) is its creator's alone."""
 
 import hashlib
 import logging
@@ -10,28 +11,39 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.contenttypes.models import ContentType
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
-from guardian.shortcuts import assign_perm
+from guardian.models import GroupObjectPermission, UserObjectPermission
+from guardian.shortcuts import assign_perm, remove_perm
 
 from corpora.chunking import chunk_text
 from corpora.constants import CORPUS_NAME_MAX_LENGTH, DOCUMENT_TITLE_MAX_LENGTH
 from corpora.embedding import Embedder, get_embedder, vector_to_bytes
 from corpora.exceptions import (
+    CorpusBusy,
+    CorpusHasReports,
     CorpusNameInvalid,
     CorpusNameTaken,
+    CorpusNotFound,
+    CorpusPermissionDenied,
+    DocumentNotFound,
     FileTooLarge,
     IngestError,
+    ShareUserNotFound,
+    ShareWithSelf,
 )
 from corpora.extraction import extract, file_type_for
 from corpora.models import Corpus, Document, Passage
 from corpora.retrieval.versions import CHANNEL as VERSION_CHANNEL
 from corpora.retrieval.versions import index_versions
-from corpora.selectors import document_get_by_hash
+from corpora.selectors import document_get_by_hash, user_get_active
+from research.models import ACTIVE_STATUSES, ResearchReport
 
 logger = logging.getLogger(__name__)
 
-CORPUS_CREATOR_PERMISSIONS = ("view_corpus", "change_corpus", "delete_corpus")
+CORPUS_VIEW_PERMISSION = "view_corpus"
+CORPUS_CREATOR_PERMISSIONS = (CORPUS_VIEW_PERMISSION, "change_corpus", "delete_corpus")
 
 
 def cli_user_ensure(*, username: str) -> AbstractBaseUser:
@@ -46,9 +58,7 @@ def cli_user_ensure(*, username: str) -> AbstractBaseUser:
 
 @transaction.atomic
 def corpus_create(*, creator: AbstractBaseUser, name: str, description: str = "") -> Corpus:
-    name = " ".join((name or "").split())
-    if not name or len(name) > CORPUS_NAME_MAX_LENGTH or "\x00" in name:
-        raise CorpusNameInvalid(f"a corpus name is 1 to {CORPUS_NAME_MAX_LENGTH} characters", field="name")
+    name = _corpus_name_clean(name)
     if Corpus.objects.filter(creator=creator, name=name).exists():
         raise CorpusNameTaken(f"you already have a corpus named {name!r}", field="name")
     try:
@@ -59,6 +69,133 @@ def corpus_create(*, creator: AbstractBaseUser, name: str, description: str = ""
     for permission in CORPUS_CREATOR_PERMISSIONS:
         assign_perm(permission, creator, corpus)
     return corpus
+
+
+def _corpus_name_clean(name: str | None) -> str:
+    """Whitespace runs become one space; 1 to CORPUS_NAME_MAX_LENGTH characters, no NUL."""
+    name = " ".join((name or "").split())
+    if not name or len(name) > CORPUS_NAME_MAX_LENGTH or "\x00" in name:
+        raise CorpusNameInvalid(f"a corpus name is 1 to {CORPUS_NAME_MAX_LENGTH} characters", field="name")
+    return name
+
+
+@transaction.atomic
+def corpus_rename(*, user: AbstractBaseUser, corpus: Corpus, name: str) -> Corpus:
+    """The creator renames the corpus; names stay unique per creator."""
+    name = _corpus_name_clean(name)
+    corpus = _corpus_lock_for_creator(user=user, corpus_id=corpus.pk)
+    if corpus.name == name:
+        return corpus
+    if Corpus.objects.filter(creator=user, name=name).exclude(pk=corpus.pk).exists():
+        raise CorpusNameTaken(f"you already have a corpus named {name!r}", field="name")
+    corpus.name = name
+    try:
+        with transaction.atomic():
+            corpus.save(update_fields=["name", "modified"])
+    except IntegrityError as exc:  # a concurrent create or rename took the name
+        raise CorpusNameTaken(f"you already have a corpus named {name!r}", field="name") from exc
+    return corpus
+
+
+@dataclass(frozen=True)
+class CorpusDeleted:
+    corpus_id: int
+    documents: int
+    reports: int
+
+
+@transaction.atomic
+def corpus_delete(*, user: AbstractBaseUser, corpus: Corpus, delete_reports: bool = False) -> CorpusDeleted:
+    """The creator deletes the corpus with its documents, passages, conversations and sharing.
+    Its research reports (every user's: they cite its passages) go with it only when
+    `delete_reports` says so; otherwise a corpus with reports is refused, as is one a run is
+    using."""
+    corpus = _corpus_lock_for_creator(user=user, corpus_id=corpus.pk)
+    _corpus_not_busy(corpus)
+    reports = ResearchReport.objects.filter(corpus=corpus)
+    report_count = reports.count()
+    if report_count and not delete_reports:
+        raise CorpusHasReports(
+            f"this corpus has {report_count} research report(s) that cite its passages; "
+            "delete them with it (deleteReports: true) or keep the corpus",
+            field="delete_reports",
+        )
+    documents = Document.objects.filter(corpus=corpus).count()
+    reports.delete()
+    # Object permissions point at the corpus by a generic key, which no cascade follows.
+    content_type = ContentType.objects.get_for_model(Corpus)
+    for permission_model in (UserObjectPermission, GroupObjectPermission):
+        permission_model.objects.filter(content_type=content_type, object_pk=str(corpus.pk)).delete()
+    # Other processes drop what they keep for it (the NOTIFY goes out with the commit).
+    corpus_bump_index_version(corpus_id=corpus.pk)
+    corpus_id = corpus.pk
+    corpus.delete()
+    return CorpusDeleted(corpus_id=corpus_id, documents=documents, reports=report_count)
+
+
+@transaction.atomic
+def document_delete(*, user: AbstractBaseUser, document: Document) -> Corpus:
+    """The corpus's creator deletes one document with its passages and their lexical index
+    rows (the SQLite trigger / PostgreSQL's generated column go with the rows); the version
+    bump makes every process rebuild its in-memory indexes without them. Reports that cited
+    it keep their content and quotes; their citations' passages read as deleted."""
+    corpus = _corpus_lock_for_creator(user=user, corpus_id=document.corpus_id)
+    _corpus_not_busy(corpus)
+    deleted, _ = Document.objects.filter(pk=document.pk, corpus=corpus).delete()
+    if not deleted:  # a concurrent delete got there first
+        raise DocumentNotFound("document not found", field="id")
+    corpus_bump_index_version(corpus_id=corpus.pk)
+    corpus.refresh_from_db()
+    return corpus
+
+
+def corpus_share(*, user: AbstractBaseUser, corpus: Corpus, username: str) -> AbstractBaseUser:
+    """The creator lets another user read, search and research the corpus (view_corpus);
+    managing it stays the creator's. Sharing twice changes nothing."""
+    grantee = _share_target(user=user, corpus=corpus, username=username)
+    assign_perm(CORPUS_VIEW_PERMISSION, grantee, corpus)
+    return grantee
+
+
+def corpus_unshare(*, user: AbstractBaseUser, corpus: Corpus, username: str) -> AbstractBaseUser:
+    """Takes back what corpus_share granted. The user's own reports on the corpus stay theirs;
+    a run of theirs already under way finishes, a queued one fails at its start."""
+    grantee = _share_target(user=user, corpus=corpus, username=username)
+    remove_perm(CORPUS_VIEW_PERMISSION, grantee, corpus)
+    return grantee
+
+
+def _share_target(*, user: AbstractBaseUser, corpus: Corpus, username: str) -> AbstractBaseUser:
+    _corpus_check_creator(user=user, corpus=corpus)
+    grantee = user_get_active(username=(username or "").strip())
+    if grantee is None:
+        raise ShareUserNotFound("no such user", field="username")
+    if grantee.pk == corpus.creator_id:
+        raise ShareWithSelf("you cannot share a corpus with yourself", field="username")
+    return grantee
+
+
+def _corpus_check_creator(*, user: AbstractBaseUser, corpus: Corpus) -> None:
+    if not user.is_authenticated or corpus.creator_id != user.pk:
+        raise CorpusPermissionDenied("only the corpus's creator can do that", field="id")
+
+
+def _corpus_lock_for_creator(*, user: AbstractBaseUser, corpus_id: int) -> Corpus:
+    """The corpus row, locked until the transaction ends: a research start or an ingest on it
+    (whose inserts check the corpus key) waits for this transaction, and one already under way
+    is waited for."""
+    corpus = Corpus.objects.select_for_update().filter(pk=corpus_id).first()
+    if corpus is None:
+        raise CorpusNotFound("corpus not found", field="id")
+    _corpus_check_creator(user=user, corpus=corpus)
+    return corpus
+
+
+def _corpus_not_busy(corpus: Corpus) -> None:
+    if ResearchReport.objects.filter(corpus=corpus, status__in=ACTIVE_STATUSES).exists():
+        raise CorpusBusy(
+            "a research run on this corpus is in progress; wait for it to end or cancel it", field="id"
+        )
 
 
 def corpus_bump_index_version(*, corpus_id: int) -> None:
@@ -213,11 +350,14 @@ def passage_embed_pending(
             [passage_embedding_input(text=text, heading_path=path) for _, text, path in batch]
         )
         with transaction.atomic():
+            # The corpus row first, then its passages: the order corpus_delete and
+            # document_delete lock them in, so a batch and a delete wait for each other
+            # instead of deadlocking.
+            corpus_bump_index_version(corpus_id=corpus.pk)
             for (pk, _, _), vector in zip(batch, vectors, strict=True):
                 Passage.objects.filter(pk=pk).update(
                     embedding=vector_to_bytes(vector), embedding_model=embedder.name
                 )
-            corpus_bump_index_version(corpus_id=corpus.pk)
         done += len(batch)
         last_id = batch[-1][0]
         if progress is not None:

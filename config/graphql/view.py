@@ -6,12 +6,10 @@ import logging
 import re
 
 from django.conf import settings
-from django.contrib.auth.models import AnonymousUser
 from django.contrib.staticfiles import finders
 from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.http import HttpRequest, HttpResponse, JsonResponse, UnreadablePostError
 from django.http.multipartparser import MultiPartParserError
-from django.middleware.csrf import CsrfViewMiddleware
 from django.utils.decorators import method_decorator
 from django.views.decorators.csrf import csrf_exempt
 from graphene_django.views import GraphQLView
@@ -27,7 +25,7 @@ from graphql import (
 )
 from graphql.language import FieldNode, FragmentSpreadNode, InlineFragmentNode
 
-from accounts.services import api_token_check
+from config.api_auth import ApiRefused, request_authenticate, request_may_write
 from config.exceptions import ApplicationError
 from config.graphql.assets import ASSETS as GRAPHIQL_ASSETS
 from config.graphql.errors import camel_case
@@ -189,37 +187,23 @@ class DeepciteGraphQLView(GraphQLView):
         except RecursionError as exc:  # "[[[[…" a thousand deep: the JSON decoder gives up
             raise _Rejected(_error(400, "invalid_body", "the request body is nested too deeply")) from exc
 
-    def _authenticate(self, request: HttpRequest) -> None:
-        request.api_token = None
-        header = request.headers.get("Authorization", "")
-        if header:
-            scheme, _, secret = header.partition(" ")
-            token = api_token_check(secret=secret.strip()) if scheme.lower() == "bearer" else None
-            if token is None:
-                # Guessing tokens is counted per address; past the limit the answer is 429.
-                _limited("token_failures", client_address(request) or "unknown")
-                raise _Rejected(
-                    _error(401, "invalid_token", "the API token is missing, unknown, expired or revoked")
-                )
-            request.user = token.user
-            request.api_token = token
-            return
-        if not getattr(request, "user", None):
-            request.user = AnonymousUser()
-        if request.method == "POST" and request.user.is_authenticated:
-            # A browser session needs the CSRF token; bearer-token clients are not browsers.
-            refusal = CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {})
-            if refusal is not None:
-                raise _Rejected(_error(403, "csrf_failed", "CSRF check failed"))
+    @staticmethod
+    def _authenticate(request: HttpRequest) -> None:
+        try:
+            request_authenticate(request)
+        except RateLimited as limited:
+            raise _Rejected(_rate_limited(limited)) from limited
+        except ApiRefused as refused:
+            raise _Rejected(_error(refused.status, refused.code, refused.message)) from refused
 
     @staticmethod
     def _mutation_allowed(request: HttpRequest, fields: list[str]) -> None:
         """A read-only token runs no mutation; every mutation field counts against the user's
         (or, signed out, the address's) rate, research starts and chat messages against their own."""
-        if request.api_token is not None and request.api_token.read_only:
-            raise _Rejected(
-                _error(403, "token_read_only", "this API token is read-only: it cannot run mutations")
-            )
+        try:
+            request_may_write(request, what="run mutations")
+        except ApiRefused as refused:
+            raise _Rejected(_error(refused.status, refused.code, refused.message)) from refused
         user = request.user
         address = client_address(request) or "unknown"
         key = f"user:{user.pk}" if user.is_authenticated else f"address:{address}"
@@ -310,19 +294,23 @@ def _limited(name: str, key: str, *, amount: int = 1) -> None:
     try:
         rate_limit_hit(scope=name, key=key, rate=rate(name), amount=amount)
     except RateLimited as limited:
-        response = JsonResponse(
-            {
-                "errors": [
-                    {
-                        "message": limited.message,
-                        "extensions": {"code": limited.code, "retryAfter": limited.retry_after},
-                    }
-                ]
-            },
-            status=429,
-        )
-        response["Retry-After"] = str(limited.retry_after)
-        raise _Rejected(response) from limited
+        raise _Rejected(_rate_limited(limited)) from limited
+
+
+def _rate_limited(limited: RateLimited) -> JsonResponse:
+    response = JsonResponse(
+        {
+            "errors": [
+                {
+                    "message": limited.message,
+                    "extensions": {"code": limited.code, "retryAfter": limited.retry_after},
+                }
+            ]
+        },
+        status=429,
+    )
+    response["Retry-After"] = str(limited.retry_after)
+    return response
 
 
 def _root_fields(operation, document) -> list[str]:

@@ -108,6 +108,8 @@ RATE_LIMITS = {
     "research": env_str("RATE_LIMIT_RESEARCH", "10/m"),
     "chat": env_str("RATE_LIMIT_CHAT", "30/m"),
     "token_failures": env_str("RATE_LIMIT_TOKEN_FAILURES", "30/m"),
+    # Files uploaded to POST /api/corpora/<id>/documents, per user (each file counts once).
+    "uploads": env_str("RATE_LIMIT_UPLOADS", "200/h"),
 }
 # Where the counts live: Redis in production (e.g. redis://redis:6379/1), else process memory.
 CACHE_URL = env_str("CACHE_URL")
@@ -188,6 +190,9 @@ SEARCH_FUSION_DENSE_WEIGHT_QUESTION = env_float("SEARCH_FUSION_DENSE_WEIGHT_QUES
 
 # Uploads larger than this are refused before extraction.
 INGEST_MAX_FILE_BYTES = env_int("INGEST_MAX_FILE_BYTES", 50 * 1024 * 1024)
+# The upload endpoint refuses a request body (all its files together) larger than this from its
+# Content-Length, before reading it; each file is also held to INGEST_MAX_FILE_BYTES.
+UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 50 * 1024 * 1024)
 
 # --- Research -------------------------------------------------------------------------------
 # "offline" (the built-in extractive engine), a PydanticAI model string ("openai:gpt-4o-mini",

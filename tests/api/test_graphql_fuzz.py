@@ -74,6 +74,16 @@ VALID_QUERIES = [
     "mutation($ids: [ID!]) { markNotificationsRead(ids: $ids) { errors { code } marked } }",
     "mutation($name: String!) { createApiToken(name: $name) { errors { code } token { id } } }",
     "mutation($id: ID!) { revokeApiToken(id: $id) { errors { code } token { id } } }",
+    "mutation($name: String!) { createCorpus(name: $name) { errors { code } corpus { id isCreator } } }",
+    "mutation($id: ID!, $name: String!) { renameCorpus(id: $id, name: $name) {"
+    " errors { code } corpus { id } } }",
+    "mutation($id: ID!, $r: Boolean) { deleteCorpus(id: $id, deleteReports: $r) {"
+    " errors { code } deletedId } }",
+    "mutation($id: ID!) { deleteDocument(id: $id) { errors { code } deletedId corpus { id } } }",
+    "mutation($id: ID!, $u: String!) { shareCorpus(id: $id, username: $u) {"
+    " errors { code } corpus { sharedWith } } }",
+    "mutation($id: ID!, $u: String!) { unshareCorpus(id: $id, username: $u) {"
+    " errors { code } corpus { id } } }",
 ]
 VARIABLE_NAMES = [
     "id",
@@ -96,6 +106,7 @@ VARIABLE_NAMES = [
     "text",
     "ids",
     "name",
+    "u",
 ]
 TYPE_NAMES = [
     "Corpus",
