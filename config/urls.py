@@ -3,11 +3,11 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from django.views.generic import RedirectView
 
 from accounts.views import api_token_revoke_view, api_tokens
 from config.graphql.view import DeepciteGraphQLView
 from config.health import healthz
+from config.home import home
 from corpora.views import document_upload
 
 urlpatterns = [
@@ -16,8 +16,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("accounts/tokens/", api_tokens, name="account-tokens"),
     path("accounts/tokens/<int:token_id>/revoke/", api_token_revoke_view, name="account-token-revoke"),
-    # Until the web app's home page exists, signing in lands on the account page.
-    path("", RedirectView.as_view(pattern_name="account-tokens"), name="home"),
+    path("", home, name="home"),
     path("graphql", DeepciteGraphQLView.as_view(graphiql=True), name="graphql"),
     path("api/corpora/<str:corpus_ref>/documents", document_upload, name="corpus-documents-upload"),
     path("healthz", healthz, name="healthz"),

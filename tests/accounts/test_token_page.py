@@ -38,11 +38,12 @@ def secret_on(page: bytes) -> str:
     return found.group(1).decode()
 
 
-def test_signing_in_lands_on_the_account_page(user):
+def test_the_account_page_is_in_the_nav_after_sign_in(user):
     client = Client()
     response = client.post(reverse("login"), {"username": "alice", "password": "pw-alice-123"}, follow=True)
-    assert response.redirect_chain[-1][0] == PAGE
-    assert b"API tokens" in response.content
+    assert response.redirect_chain[-1][0] == "/"
+    assert f'href="{PAGE}"'.encode() in response.content
+    assert b"<h1>API tokens</h1>" in client.get(PAGE).content
 
 
 def test_the_page_needs_a_sign_in(db):
