@@ -5,9 +5,18 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
+import uuid
 from typing import Any
 
-from cli.constants import EXIT_FAILED, EXIT_USAGE, GRAPHQL_PATH, HTTP_TIMEOUT_SECONDS
+from cli.constants import (
+    EXIT_FAILED,
+    EXIT_USAGE,
+    GRAPHQL_PATH,
+    HTTP_TIMEOUT_SECONDS,
+    UPLOAD_FIELD,
+    UPLOAD_PATH,
+    UPLOAD_TIMEOUT_SECONDS,
+)
 
 
 class CliError(Exception):
@@ -87,6 +96,44 @@ class GraphQLClient:
             )
         return payload["data"]
 
+    def upload(self, corpus_id: str, files: list[tuple[str, bytes]]) -> list[dict[str, Any]]:
+        """POST (file name, content) pairs to the corpus's upload endpoint; one result per file
+        ({filename, status, code, message, document_id, passages}). A refusal raises CliError."""
+        boundary = f"deepcite-{uuid.uuid4().hex}"
+        body = b"".join(_multipart_part(boundary, name, content) for name, content in files)
+        body += f"--{boundary}--\r\n".encode()
+        url = self.base_url + UPLOAD_PATH.format(corpus=urllib.parse.quote(corpus_id, safe=""))
+        request = urllib.request.Request(  # noqa: S310 (http(s), checked by graphql_endpoint)
+            url,
+            data=body,
+            method="POST",
+            headers={
+                "Content-Type": f"multipart/form-data; boundary={boundary}",
+                "Accept": "application/json",
+                "Authorization": f"Bearer {self.token}",
+                "User-Agent": "deepcite-cli",
+            },
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=UPLOAD_TIMEOUT_SECONDS) as response:  # noqa: S310
+                status, raw = response.status, response.read()
+        except urllib.error.HTTPError as exc:
+            status, raw = exc.code, exc.read()
+        except (urllib.error.URLError, OSError) as exc:
+            raise CliError("connection_failed", f"cannot reach {url}: {getattr(exc, 'reason', exc)}") from exc
+        try:
+            payload = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            payload = None
+        if not isinstance(payload, dict):
+            raise CliError(f"http_{status}", f"{url} did not answer with JSON (HTTP {status})")
+        errors = payload.get("errors")
+        if errors and isinstance(errors[0], dict):
+            raise CliError(str(errors[0].get("code") or f"http_{status}"), str(errors[0].get("message")))
+        if status != 200 or not isinstance(payload.get("documents"), list):
+            raise CliError(f"http_{status}", f"unexpected answer from {url}")
+        return payload["documents"]
+
     def mutate(self, query: str, variables: dict[str, Any], name: str) -> dict[str, Any]:
         """Run a mutation and return its payload; a typed payload error raises CliError."""
         payload = self.execute(query, variables)[name]
@@ -118,3 +165,14 @@ def _graphql_error(error: Any, status: int) -> CliError:
     extensions = error.get("extensions") or {}
     code = extensions.get("code") or (f"http_{status}" if status != 200 else "graphql_error")
     return CliError(str(code), str(error.get("message") or "request failed"), transient=status >= 500)
+
+
+def _multipart_part(boundary: str, filename: str, content: bytes) -> bytes:
+    # A file name goes in a quoted header parameter: no quote, backslash or line break in it.
+    safe = "".join("_" if c in '"\\\r\n' else c for c in filename)
+    head = (
+        f"--{boundary}\r\n"
+        f'Content-Disposition: form-data; name="{UPLOAD_FIELD}"; filename="{safe}"\r\n'
+        "Content-Type: application/octet-stream\r\n\r\n"
+    )
+    return head.encode("utf-8") + content + b"\r\n"

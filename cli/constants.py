@@ -10,6 +10,10 @@ ENV_URL = "DEEPCITE_URL"
 ENV_TOKEN = "DEEPCITE_TOKEN"  # noqa: S105 (the variable's name, not a secret)
 
 GRAPHQL_PATH = "/graphql"
+# POST /api/corpora/<id>/documents, multipart/form-data, the files in this field.
+UPLOAD_PATH = "/api/corpora/{corpus}/documents"
+UPLOAD_FIELD = "files"
+UPLOAD_TIMEOUT_SECONDS = 300.0
 HTTP_TIMEOUT_SECONDS = 30.0
 # The server caps a connection page at 100 items.
 PAGE_SIZE_MAX = 100

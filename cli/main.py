@@ -1,6 +1,7 @@
 """The `deepcite` command: start, follow, list and cancel research runs on a Deepcite server."""
 
 import argparse
+import base64
 import os
 import sys
 import textwrap
@@ -33,9 +34,12 @@ from cli.output import (
     report_json,
     report_list_json,
     reports_table,
+    uploads_table,
 )
 
 Command = Callable[[GraphQLClient, argparse.Namespace, Output], int]
+
+CORPUS_HELP = "a corpus: its id as `deepcite corpora` prints it, its number, or its name"
 
 EPILOG = f"""\
 connection: --url/--token, or the {ENV_URL} and {ENV_TOKEN} environment variables.
@@ -106,12 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
         "`deepcite resume ID` picks up the wait.",
     )
     research.add_argument("prompt", help="the research question or brief")
-    research.add_argument(
-        "--corpus",
-        required=True,
-        metavar="ID",
-        help="a corpus id as `deepcite corpora` prints it (or its number)",
-    )
+    research.add_argument("--corpus", required=True, metavar="ID", help=CORPUS_HELP)
     research.add_argument("--depth", type=str.lower, choices=DEPTHS, help="default: standard")
     research.add_argument("--rubric", help="what a good report must cover")
     research.add_argument("--title", help="default: the prompt's first line")
@@ -181,6 +180,20 @@ def build_parser() -> argparse.ArgumentParser:
         description="Your corpora.",
     )
     corpora.add_argument("--json", action="store_true", help="print a JSON array")
+
+    upload = _command(
+        commands,
+        "upload",
+        cmd_upload,
+        [connection],
+        help="add documents to a corpus of yours",
+        description="Upload files (PDF, Word, HTML, Markdown, text) into a corpus you created: each is "
+        "ingested as `manage.py ingest` does, with one result per file; embedding follows on the "
+        "server's workers. Exit 1 when any file failed.",
+    )
+    upload.add_argument("files", nargs="+", type=Path, metavar="FILE", help="the files to add")
+    upload.add_argument("--corpus", required=True, metavar="ID", help=CORPUS_HELP)
+    upload.add_argument("--json", action="store_true", help="print the results as a JSON array")
     return parser
 
 
@@ -227,7 +240,7 @@ def _client(args: argparse.Namespace) -> GraphQLClient:
 # --- Commands -------------------------------------------------------------------------------
 def cmd_research(client: GraphQLClient, args: argparse.Namespace, output: Output) -> int:
     deadline = _deadline(args.timeout)
-    variables: dict[str, Any] = {"corpusId": global_id(args.corpus, "Corpus"), "prompt": args.prompt}
+    variables: dict[str, Any] = {"corpusId": _corpus_id(client, args.corpus), "prompt": args.prompt}
     if args.title is not None:
         variables["title"] = args.title
     if args.depth is not None:
@@ -294,6 +307,41 @@ def cmd_corpora(client: GraphQLClient, args: argparse.Namespace, output: Output)
     else:
         output.note("no corpora yet: ingest documents with `manage.py ingest PATH --corpus NAME`")
     return EXIT_DONE
+
+
+def cmd_upload(client: GraphQLClient, args: argparse.Namespace, output: Output) -> int:
+    files = []
+    for path in args.files:
+        try:
+            files.append((path.name, path.read_bytes()))
+        except OSError as exc:
+            raise UsageError("file_unreadable", f"cannot read {path}: {exc.strerror or exc}") from exc
+    results = client.upload(_corpus_id(client, args.corpus), files)
+    if args.json:
+        output.json(results)
+    else:
+        output.table(uploads_table(results))
+    return EXIT_FAILED if any(r.get("status") == "failed" for r in results) else EXIT_DONE
+
+
+def _corpus_id(client: GraphQLClient, value: str) -> str:
+    """A corpus's global id from what the user typed: a global id or a number as they are, else
+    the name of exactly one of the corpora the user can see."""
+    value = value.strip()
+    if value.isascii() and value.isdigit():
+        return global_id(value, "Corpus")
+    try:
+        if base64.b64decode(value, validate=True).decode("utf-8").startswith("Corpus:"):
+            return value
+    except (ValueError, UnicodeDecodeError):
+        pass
+    named = [c for c in _paginate(client, queries.CORPORA, "corpora", None) if c["name"] == value]
+    if not named:
+        raise UsageError("corpus_not_found", f"no corpus named {value!r}: `deepcite corpora` lists yours")
+    if len(named) > 1:
+        ids = ", ".join(c["id"] for c in named)
+        raise UsageError("corpus_ambiguous", f"{len(named)} corpora are named {value!r} ({ids}): give the id")
+    return named[0]["id"]
 
 
 # --- Waiting for a run ----------------------------------------------------------------------

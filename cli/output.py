@@ -141,6 +141,27 @@ def corpora_table(corpora: list[dict[str, Any]]) -> Table:
     return table
 
 
+def uploads_table(results: list[dict[str, Any]]) -> Table:
+    table = Table(
+        title="Uploaded", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True
+    )
+    table.add_column("file", overflow="fold")
+    table.add_column("status", no_wrap=True)
+    table.add_column("passages", justify="right")
+    table.add_column("document / reason", overflow="fold")
+    for result in results:
+        failed = result.get("status") == "failed"
+        reason = f"[{result.get('code')}] {result.get('message')}"
+        detail = reason if failed else result.get("document_id") or ""
+        table.add_row(
+            Text(str(result.get("filename"))),
+            Text(str(result.get("status")), style="red" if failed else "green"),
+            str(result.get("passages") or ""),
+            Text(str(detail)),
+        )
+    return table
+
+
 def _widest(values: Iterable[str]) -> int:
     return max((len(v) for v in values), default=2)
 
