@@ -9,6 +9,7 @@ from corpora.retrieval.term_index import term_indexes
 from corpora.retrieval.versions import index_versions
 from corpora.services import corpus_create
 from research.runloop import run_loop
+from tests.embedding_server import EmbeddingServer
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -70,3 +71,14 @@ def _finalized_reports_keep_the_citation_graph_closed(request):
     from tests.research.checks import assert_every_finalized_report_is_closed
 
     assert_every_finalized_report_is_closed()
+
+
+@pytest.fixture
+def embedding_server(settings):
+    """A real OpenAI-compatible /v1/embeddings server (bag-of-words vectors) as the embedder."""
+    with EmbeddingServer() as server:
+        settings.EMBEDDING_BACKEND = "openai"
+        settings.EMBEDDING_URL = server.url
+        settings.EMBEDDING_MODEL = "bag-of-words"
+        settings.EMBEDDING_API_KEY = "sk-test"
+        yield server

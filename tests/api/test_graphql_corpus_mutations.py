@@ -26,7 +26,6 @@ from research.engine.run import report_run
 from research.models import ReportStatus, ResearchReport
 from research.services import report_cancel, report_mark_running, report_start
 from tests.api.conftest import GraphQL, gid
-from tests.embedding_server import EmbeddingServer
 from tests.factories import ingest_samples
 
 MISSING = 10**9
@@ -363,16 +362,6 @@ def test_delete_document_removes_its_passages_and_index_rows_and_searches_agree(
     assert passage_search(corpus=corpus, query="Delaware insurance liability", mode="lexical") == []
     hits = passage_search(corpus=corpus, query="terminate convenience", mode="lexical")
     assert hits and {h.passage.document_id for h in hits} == {initech.pk}
-
-
-@pytest.fixture
-def embedding_server(settings):
-    with EmbeddingServer() as server:
-        settings.EMBEDDING_BACKEND = "openai"
-        settings.EMBEDDING_URL = server.url
-        settings.EMBEDDING_MODEL = "bag-of-words"
-        settings.EMBEDDING_API_KEY = "sk-test"
-        yield server
 
 
 def test_hybrid_and_dense_searches_forget_a_deleted_document(gql, corpus, embedding_server):
