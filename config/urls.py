@@ -21,4 +21,5 @@ urlpatterns = [
     path("api/corpora/<str:corpus_ref>/documents", document_upload, name="corpus-documents-upload"),
     path("healthz", healthz, name="healthz"),
     path("reports/", include("research.urls")),
+    path("corpora/", include("corpora.urls")),
 ]

@@ -41,8 +41,9 @@ def test_home_lists_own_and_shared_corpora_and_not_anyone_elses(browser, user, o
     corpus_share(user=other_user, corpus=theirs, username="alice")
     corpus_create(creator=other_user, name="Bob's private board minutes")
     page = browser.get("/").content.decode()
-    assert "Supplier contracts</td><td>2</td>" in page
-    assert "Bob&#x27;s shared NDAs</td><td>0</td>\n        <td>shared with you" in page
+    assert f'<a href="/corpora/{mine.pk}/">Supplier contracts</a></td><td>2</td>' in page
+    shared_row = f'<a href="/corpora/{theirs.pk}/">Bob&#x27;s shared NDAs</a></td><td>0</td>\n'
+    assert shared_row + "        <td>shared with you" in page
     assert "board minutes" not in page
 
 

@@ -1,0 +1,149 @@
+"""The corpus pages of the web app: create a corpus (from home), the corpus page (its documents
+with their embedding state, a search box, and for its creator an upload form and delete
+buttons). Server-rendered; every read goes through the selectors and every write through the
+services the API uses, so the same rules and error codes apply. A corpus the user cannot see
+is a 404; a corpus shared with them is readable and searchable, not manageable (403)."""
+
+import logging
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db.models import Count, Q
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from config.exceptions import ApplicationError
+from config.ratelimit import RateLimited, rate, rate_limit_hit
+from corpora.constants import UPLOAD_FIELD
+from corpora.exceptions import CorpusNotFound, CorpusPermissionDenied, DocumentNotFound
+from corpora.models import Corpus
+from corpora.selectors import (
+    corpus_get_for_creator,
+    corpus_get_for_user,
+    corpus_shared_with,
+    document_get_for_user,
+    document_list,
+    passage_search,
+)
+from corpora.services import corpus_create, document_delete
+from corpora.uploads import UploadOutcome, documents_upload
+
+logger = logging.getLogger(__name__)
+
+SEARCH_RESULTS = 10
+
+
+@login_required
+@require_POST
+def corpus_new(request: HttpRequest) -> HttpResponse:
+    try:
+        corpus = corpus_create(creator=request.user, name=request.POST.get("name", ""))
+    except ApplicationError as error:
+        messages.error(request, f"{error.message} ({error.code})")
+        return redirect("home")
+    messages.success(request, f"Created “{corpus.name}”: add documents below.")
+    return redirect("corpora:detail", corpus_id=corpus.pk)
+
+
+@login_required
+@require_http_methods(["GET"])
+def corpus_detail(request: HttpRequest, corpus_id: int) -> HttpResponse:
+    return _page(request, _readable(request, corpus_id))
+
+
+@login_required
+@require_POST
+def corpus_upload(request: HttpRequest, corpus_id: int) -> HttpResponse:
+    corpus = _manageable(request, corpus_id)
+    # The declared size is checked before the body is read (request.FILES reads it).
+    declared = request.META.get("CONTENT_LENGTH") or ""
+    if not declared.isdigit() or int(declared) > settings.UPLOAD_MAX_BYTES:
+        limit = settings.UPLOAD_MAX_BYTES // (1024 * 1024)
+        return _page(
+            request, corpus, error=f"An upload is at most {limit} MB in all (request_too_large).", status=413
+        )
+    uploads = request.FILES.getlist(UPLOAD_FIELD)
+    if not uploads:
+        return _page(request, corpus, error="Choose one or more files first (no_files).", status=400)
+    try:
+        rate_limit_hit(
+            scope="uploads", key=f"user:{request.user.pk}", rate=rate("uploads"), amount=len(uploads)
+        )
+    except RateLimited as limited:
+        response = _page(request, corpus, error=f"{limited.message} ({limited.code})", status=429)
+        response["Retry-After"] = str(limited.retry_after)
+        return response
+    outcomes = documents_upload(corpus=corpus, uploads=uploads)
+    return _page(request, corpus, outcomes=outcomes)
+
+
+@login_required
+@require_POST
+def document_remove(request: HttpRequest, corpus_id: int, document_id: int) -> HttpResponse:
+    corpus = _manageable(request, corpus_id)
+    try:
+        document = document_get_for_user(user=request.user, document_id=document_id)
+        if document.corpus_id != corpus.pk:
+            raise DocumentNotFound("document not found")
+        document_delete(user=request.user, document=document)
+    except DocumentNotFound as error:
+        raise Http404("document not found") from error
+    except ApplicationError as error:  # corpus_busy: a run is reading it
+        messages.error(request, f"{error.message} ({error.code})")
+    else:
+        messages.success(request, f"Deleted “{document.title}” and its passages.")
+    return redirect("corpora:detail", corpus_id=corpus.pk)
+
+
+def _readable(request: HttpRequest, corpus_id: int) -> Corpus:
+    try:
+        return corpus_get_for_user(user=request.user, corpus_id=corpus_id)
+    except CorpusNotFound as error:
+        raise Http404("corpus not found") from error
+
+
+def _manageable(request: HttpRequest, corpus_id: int) -> Corpus:
+    try:
+        return corpus_get_for_creator(user=request.user, corpus_id=corpus_id)
+    except CorpusNotFound as error:
+        raise Http404("corpus not found") from error
+    except CorpusPermissionDenied as error:  # shared with them: they know it exists
+        raise PermissionDenied("only the corpus's creator can do that") from error
+
+
+def _page(
+    request: HttpRequest,
+    corpus: Corpus,
+    *,
+    outcomes: list[UploadOutcome] | None = None,
+    error: str | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    query = " ".join(request.GET.get("q", "").split())
+    hits, search_error = [], None
+    if query:
+        try:
+            hits = passage_search(corpus=corpus, query=query, top_k=SEARCH_RESULTS)
+        except ApplicationError as failure:
+            search_error = f"{failure.message} ({failure.code})"
+    documents = document_list(corpus=corpus).annotate(
+        passage_count=Count("passages"),
+        embedded_count=Count("passages", filter=Q(passages__embedding_model__gt="")),
+    )
+    is_creator = corpus.creator_id == request.user.pk
+    context = {
+        "corpus": corpus,
+        "is_creator": is_creator,
+        "shared_with": corpus_shared_with(corpus=corpus) if is_creator else [],
+        "documents": documents.order_by("title"),
+        "query": query,
+        "hits": hits,
+        "search_error": search_error,
+        "outcomes": outcomes,
+        "error": error,
+        "upload_limit_mb": settings.UPLOAD_MAX_BYTES // (1024 * 1024),
+    }
+    return render(request, "corpora/corpus_detail.html", context, status=status)
