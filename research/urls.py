@@ -1,8 +1,11 @@
 from django.urls import path
 
-from research.views import report_detail
+from research.views import report_cancel_view, report_detail, report_progress, report_resume_view
 
 app_name = "research"
 urlpatterns = [
     path("<slug:slug>/", report_detail, name="report-detail"),
+    path("<slug:slug>/progress.json", report_progress, name="report-progress"),
+    path("<slug:slug>/cancel/", report_cancel_view, name="report-cancel"),
+    path("<slug:slug>/resume/", report_resume_view, name="report-resume"),
 ]

@@ -1,12 +1,22 @@
-"""The report page: server-rendered, sanitized, visible to the report's creator only."""
+"""The report page: server-rendered, sanitized, visible to the report's creator only; while a
+run goes on it follows the run's progress (polling a JSON view, no reload), with Cancel, and
+Resume for a failed or cancelled report."""
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.utils.cache import add_never_cache_headers
+from django.views.decorators.http import require_GET, require_POST
 
+from config.exceptions import ApplicationError
+from config.ratelimit import RateLimited, rate, rate_limit_hit
 from research.exceptions import ReportNotFound
+from research.models import ReportStatus
 from research.pages import report_body_html, report_sources
 from research.selectors import report_get
+from research.services import report_cancel, report_resume
 
 
 @login_required
@@ -22,3 +32,81 @@ def report_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "findings_count": len(report.findings),
     }
     return render(request, "research/report_detail.html", context)
+
+
+@login_required
+@require_GET
+def report_progress(request: HttpRequest, slug: str) -> JsonResponse:
+    """What the report page polls while a run goes on (static/research/progress.js)."""
+    try:
+        report = report_get(user=request.user, slug=slug)
+    except ReportNotFound as exc:
+        raise Http404("report not found") from exc
+    progress = report.progress or {}
+    response = JsonResponse(
+        {
+            "status": report.status,
+            "status_display": report.get_status_display(),
+            "terminal": report.is_terminal,
+            "phase": progress.get("phase"),
+            "level": progress.get("level"),
+            "levels": progress.get("levels"),
+            "documents_swept": progress.get("documents_swept"),
+            "documents_total": progress.get("documents_total"),
+            "direction": progress.get("direction"),
+            "steps": report.step_count,
+            "findings": len(report.findings),
+            "sources": len({f["document_id"] for f in report.findings}),
+            "elapsed_seconds": _elapsed(report),
+        }
+    )
+    add_never_cache_headers(response)
+    return response
+
+
+@login_required
+@require_POST
+def report_cancel_view(request: HttpRequest, slug: str) -> HttpResponse:
+    report = _own(request, slug)
+    try:
+        report = report_cancel(user=request.user, report_id=report.pk)
+    except ApplicationError as error:
+        messages.error(request, f"{error.message} ({error.code})")
+    else:
+        messages.success(
+            request,
+            "Cancelling: the run stops at its next step and keeps its findings."
+            if report.status == ReportStatus.CANCELLING
+            else "Cancelled.",
+        )
+    return redirect("research:report-detail", slug=report.slug)
+
+
+@login_required
+@require_POST
+def report_resume_view(request: HttpRequest, slug: str) -> HttpResponse:
+    report = _own(request, slug)
+    try:
+        rate_limit_hit(scope="research", key=f"user:{request.user.pk}", rate=rate("research"))
+        report_resume(user=request.user, report_id=report.pk)
+    except RateLimited as limited:
+        messages.error(request, f"{limited.message} ({limited.code})")
+    except ApplicationError as error:
+        messages.error(request, f"{error.message} ({error.code})")
+    else:
+        messages.success(request, "Resumed from its findings.")
+    return redirect("research:report-detail", slug=report.slug)
+
+
+def _own(request: HttpRequest, slug: str):
+    try:
+        return report_get(user=request.user, slug=slug)
+    except ReportNotFound as exc:
+        raise Http404("report not found") from exc
+
+
+def _elapsed(report) -> float | None:
+    if report.started_at is None:
+        return None
+    end = report.completed_at or timezone.now()
+    return round((end - report.started_at).total_seconds(), 1)

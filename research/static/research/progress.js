@@ -1,0 +1,45 @@
+// The report page while its run goes on: poll the progress view, update the line in place,
+// and reload once the run has ended so the rendered report appears. No inline script.
+(function () {
+  "use strict";
+  var box = document.getElementById("progress");
+  if (!box || !box.dataset.url) {
+    return;
+  }
+  var url = box.dataset.url;
+  var interval = 2000;
+
+  function describe(p) {
+    var parts = [p.status_display];
+    if (p.phase) parts.push(p.phase);
+    if (p.level && p.levels) parts.push("level " + p.level + " of " + p.levels);
+    if (p.documents_total) parts.push(p.documents_swept + " of " + p.documents_total + " documents swept");
+    parts.push(p.findings + " finding" + (p.findings === 1 ? "" : "s"));
+    parts.push(p.sources + " source" + (p.sources === 1 ? "" : "s"));
+    parts.push(p.steps + " steps");
+    if (p.elapsed_seconds !== null) parts.push(Math.round(p.elapsed_seconds) + " s");
+    return parts.join(" · ");
+  }
+
+  function poll() {
+    fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" })
+      .then(function (response) {
+        if (!response.ok) throw new Error("HTTP " + response.status);
+        return response.json();
+      })
+      .then(function (p) {
+        box.querySelector(".line").textContent = describe(p);
+        box.dataset.status = p.status;
+        if (p.terminal) {
+          window.location.reload();
+        } else {
+          window.setTimeout(poll, interval);
+        }
+      })
+      .catch(function () {
+        window.setTimeout(poll, interval * 2);
+      });
+  }
+
+  window.setTimeout(poll, interval);
+})();

@@ -1,0 +1,118 @@
+"""The report page while a run goes on: the progress view it polls, Cancel, and Resume for a
+failed or cancelled report; the creator's alone; CSRF."""
+
+import uuid
+
+import pytest
+from django.contrib.staticfiles import finders
+from django.test import Client
+from django.urls import reverse
+
+from research.models import ReportStatus, ResearchReport
+from tasks.research import in_process_pool
+from tests.factories import ingest_samples
+
+
+def queued(user, corpus) -> ResearchReport:
+    """QUEUED as a deployment with a broker has it before a worker takes it (made with the ORM:
+    with no broker, report_start hands the run to this process's pool at once)."""
+    return ResearchReport.objects.create(
+        corpus=corpus,
+        creator=user,
+        title="Liability caps",
+        slug=f"waiting-{uuid.uuid4().hex[:8]}",
+        prompt="What limits the liability of the supplier?",
+        max_steps=60,
+        max_tool_calls=120,
+        token_limit=100_000,
+        time_limit_seconds=300,
+        progress={"phase": "planning"},
+    )
+
+
+@pytest.fixture
+def browser(user):
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_a_running_report_page_follows_its_progress_and_offers_cancel(browser, user, corpus):
+    report = queued(user, corpus)
+    page = browser.get(reverse("research:report-detail", args=[report.slug])).content.decode()
+    assert f'data-url="/reports/{report.slug}/progress.json"' in page
+    assert 'src="/static/research/progress.js"' in page and finders.find("research/progress.js")
+    assert f'action="/reports/{report.slug}/cancel/"' in page and "Resume" not in page
+    progress = browser.get(reverse("research:report-progress", args=[report.slug]))
+    assert "no-store" in progress["Cache-Control"]
+    assert progress.json() | {"elapsed_seconds": None} == {
+        "status": "QUEUED",
+        "status_display": "Queued",
+        "terminal": False,
+        "phase": "planning",
+        "level": None,
+        "levels": None,
+        "documents_swept": None,
+        "documents_total": None,
+        "direction": None,
+        "steps": 0,
+        "findings": 0,
+        "sources": 0,
+        "elapsed_seconds": None,
+    }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_cancel_then_resume_from_the_page(user, corpus):
+    ingest_samples(corpus)
+    browser = Client()
+    browser.force_login(user)
+    report = queued(user, corpus)
+    response = browser.post(reverse("research:report-cancel", args=[report.slug]), follow=True)
+    report.refresh_from_db()
+    assert report.status == ReportStatus.CANCELLED
+    page = response.content.decode()
+    assert "Cancelled." in page and f'action="/reports/{report.slug}/resume/"' in page
+    assert browser.get(reverse("research:report-progress", args=[report.slug])).json()["terminal"] is True
+
+    response = browser.post(reverse("research:report-resume", args=[report.slug]), follow=True)
+    assert "Resumed from its findings." in response.content.decode()
+    assert in_process_pool.wait(timeout=60)
+    report.refresh_from_db()
+    assert report.status == ReportStatus.COMPLETED and report.citations
+    # a completed report is not cancellable: said with its code, nothing changes
+    response = browser.post(reverse("research:report-cancel", args=[report.slug]), follow=True)
+    assert "report_not_cancellable" in response.content.decode()
+    report.refresh_from_db()
+    assert report.status == ReportStatus.COMPLETED
+
+
+def test_resuming_a_running_report_is_refused_with_its_code(browser, user, corpus):
+    report = queued(user, corpus)
+    response = browser.post(reverse("research:report-resume", args=[report.slug]), follow=True)
+    assert "report_not_resumable" in response.content.decode()
+    report.refresh_from_db()
+    assert report.status == ReportStatus.QUEUED
+
+
+def test_another_users_report_is_not_found_for_any_action(user, other_user, corpus):
+    report = queued(user, corpus)
+    bob = Client()
+    bob.force_login(other_user)
+    for name in ("report-progress",):
+        assert bob.get(reverse(f"research:{name}", args=[report.slug])).status_code == 404
+    for name in ("report-cancel", "report-resume"):
+        assert bob.post(reverse(f"research:{name}", args=[report.slug])).status_code == 404
+    report.refresh_from_db()
+    assert report.status == ReportStatus.QUEUED
+    assert Client().get(reverse("research:report-progress", args=[report.slug])).status_code == 302
+
+
+def test_cancel_needs_a_post_with_the_csrf_token(user, corpus):
+    report = queued(user, corpus)
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(user)
+    assert client.post(reverse("research:report-cancel", args=[report.slug])).status_code == 403
+    assert client.get(reverse("research:report-cancel", args=[report.slug])).status_code == 405
+    report.refresh_from_db()
+    assert report.status == ReportStatus.QUEUED
