@@ -1,9 +1,10 @@
 from django.urls import path
 
-from research.views import report_cancel_view, report_detail, report_progress, report_resume_view
+from research.views import report_cancel_view, report_detail, report_new, report_progress, report_resume_view
 
 app_name = "research"
 urlpatterns = [
+    path("new/<int:corpus_id>/", report_new, name="report-new"),
     path("<slug:slug>/", report_detail, name="report-detail"),
     path("<slug:slug>/progress.json", report_progress, name="report-progress"),
     path("<slug:slug>/cancel/", report_cancel_view, name="report-cancel"),

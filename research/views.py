@@ -12,11 +12,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 from config.exceptions import ApplicationError
 from config.ratelimit import RateLimited, rate, rate_limit_hit
+from corpora.exceptions import CorpusNotFound
+from corpora.selectors import corpus_get_for_user
 from research.exceptions import ReportNotFound
 from research.models import ReportStatus
 from research.pages import report_body_html, report_sources
 from research.selectors import report_get
-from research.services import report_cancel, report_resume
+from research.services import report_cancel, report_resume, report_start
 
 
 @login_required
@@ -110,3 +112,34 @@ def _elapsed(report) -> float | None:
         return None
     end = report.completed_at or timezone.now()
     return round((end - report.started_at).total_seconds(), 1)
+
+
+@login_required
+@require_POST
+def report_new(request: HttpRequest, corpus_id: int) -> HttpResponse:
+    """The start-research form of a corpus page: prompt, depth, rubric, an optional subset of
+    the corpus's documents. A corpus shared with the user can be researched too."""
+    try:
+        corpus = corpus_get_for_user(user=request.user, corpus_id=corpus_id)
+    except CorpusNotFound as exc:
+        raise Http404("corpus not found") from exc
+    chosen = request.POST.getlist("documents")
+    try:
+        rate_limit_hit(scope="research", key=f"user:{request.user.pk}", rate=rate("research"))
+        if not all(c.isascii() and c.isdigit() for c in chosen):
+            raise ApplicationError("choose documents from the list", code="document_ids_invalid")
+        report = report_start(
+            user=request.user,
+            corpus=corpus,
+            prompt=request.POST.get("prompt", ""),
+            depth=request.POST.get("depth") or None,
+            rubric=request.POST.get("rubric", ""),
+            document_ids=[int(c) for c in chosen] or None,
+        )
+    except RateLimited as limited:
+        messages.error(request, f"{limited.message} ({limited.code})")
+    except ApplicationError as error:
+        messages.error(request, f"{error.message} ({error.code})")
+    else:
+        return redirect("research:report-detail", slug=report.slug)
+    return redirect("corpora:detail", corpus_id=corpus.pk)

@@ -116,3 +116,49 @@ def test_cancel_needs_a_post_with_the_csrf_token(user, corpus):
     assert client.get(reverse("research:report-cancel", args=[report.slug])).status_code == 405
     report.refresh_from_db()
     assert report.status == ReportStatus.QUEUED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_research_started_from_the_corpus_page_opens_the_report(user, corpus):
+    acme, _initech = ingest_samples(corpus)
+    browser = Client()
+    browser.force_login(user)
+    page = browser.get(reverse("corpora:detail", args=[corpus.pk])).content.decode()
+    assert f'action="/reports/new/{corpus.pk}/"' in page
+    response = browser.post(
+        reverse("research:report-new", args=[corpus.pk]),
+        {
+            "prompt": "What limits the liability of the supplier?",
+            "depth": "shallow",
+            "documents": [acme.document.pk],
+        },
+    )
+    report = ResearchReport.objects.get(creator=user)
+    assert response.status_code == 302 and response["Location"] == f"/reports/{report.slug}/"
+    assert (report.depth, report.document_scope) == ("shallow", [acme.document.pk])
+    assert in_process_pool.wait(timeout=60)
+    report.refresh_from_db()
+    assert report.status == ReportStatus.COMPLETED
+    assert {c["document_id"] for c in report.citations} == {acme.document.pk}
+
+
+@pytest.mark.parametrize(
+    ("data", "code"),
+    [
+        ({"prompt": "   "}, "prompt_invalid"),
+        ({"prompt": "ok", "depth": "bottomless"}, "depth_invalid"),
+        ({"prompt": "ok", "documents": ["1; DROP TABLE"]}, "document_ids_invalid"),
+    ],
+)
+def test_a_bad_start_is_said_on_the_corpus_page(browser, user, corpus, data, code):
+    response = browser.post(reverse("research:report-new", args=[corpus.pk]), data, follow=True)
+    assert response.redirect_chain[-1][0] == f"/corpora/{corpus.pk}/"
+    assert code in response.content.decode()
+    assert not ResearchReport.objects.exists()
+
+
+def test_research_on_someone_elses_corpus_is_not_found(other_user, corpus):
+    bob = Client()
+    bob.force_login(other_user)
+    assert bob.post(reverse("research:report-new", args=[corpus.pk]), {"prompt": "x"}).status_code == 404
+    assert not ResearchReport.objects.exists()
