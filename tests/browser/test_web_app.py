@@ -1,0 +1,176 @@
+"""The web app in a real browser (headless Chromium, driven by Playwright, against a live
+server): sign in, create a corpus, upload two documents (one PDF), search, start research,
+watch the report page follow the run to COMPLETED with no reload by the user, open a
+footnote's cited passage with the quote highlighted, sign out.
+
+Chromium is Debian's (`apt-get install chromium`, as .ci/run does), never a browser download."""
+
+import re
+import shutil
+import threading
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from corpora.services import corpus_create
+from research.models import ResearchReport
+from research.services import report_cancel
+from tests.documents import pdf_bytes
+from tests.factories import ACME_SUPPLY, ingest_samples
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+PASSWORD = "a-long-browser-password"
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        shutil.which("chromium") is None, reason="needs Debian's chromium (apt-get install chromium)"
+    ),
+]
+
+
+@pytest.fixture
+def alice(transactional_db):
+    # Before Playwright starts: its sync API runs an event loop in this thread, where Django's
+    # ORM refuses to run.
+    return get_user_model().objects.create_user(username="alice", password=PASSWORD)
+
+
+@pytest.fixture
+def browser_page(alice):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        page = browser.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.on("console", lambda message: message.type == "error" and errors.append(message.text))
+        page.on(
+            "response",
+            lambda response: response.status >= 400 and errors.append(f"{response.status} {response.url}"),
+        )
+        page.set_default_timeout(15_000)
+        yield page
+        browser.close()
+    assert not errors, errors
+
+
+def test_a_user_researches_a_corpus_in_the_browser(live_server, browser_page, tmp_path):
+    page = browser_page
+    (tmp_path / "acme-supply.md").write_text(ACME_SUPPLY)
+    (tmp_path / "licence.pdf").write_bytes(
+        pdf_bytes([["The licensee shall pay the annual licence fee within thirty days of the invoice date."]])
+    )
+
+    # Sign in: home
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/")
+    assert page.is_visible("text=Your corpora")
+
+    # Create a corpus: its page
+    page.fill("input[name=name]", "Supplier contracts")
+    page.click("text=Create corpus")
+    page.wait_for_url(re.compile(r".*/corpora/\d+/$"))
+    assert page.is_visible("text=Created “Supplier contracts”")
+
+    # Upload two documents, one a PDF: a result per file
+    page.set_input_files(
+        "input[name=files]", [str(tmp_path / "acme-supply.md"), str(tmp_path / "licence.pdf")]
+    )
+    page.click("text=Upload")
+    page.wait_for_selector("table.uploads")
+    assert page.locator("table.uploads tr.ingested").count() == 2
+    assert page.locator("table.documents tbody tr").count() == 2
+
+    # Search the corpus
+    page.fill("input[name=q]", "liability")
+    page.click("button:has-text('Search')")
+    page.wait_for_selector("ol.hits li")
+    assert "liab" in page.inner_text("ol.hits").lower()
+
+    # Start research: the report page follows the run until it ends
+    page.fill(
+        "textarea[name=prompt]", "What limits the liability of the supplier, and when is the licence fee due?"
+    )
+    page.click("text=Start research")
+    page.wait_for_url(re.compile(r".*/reports/[\w-]+/$"))
+    page.wait_for_selector(".status[data-status=COMPLETED]", timeout=90_000)
+    assert page.locator("#progress").count() == 0
+    footnotes = page.locator("article sup a")
+    assert footnotes.count() >= 1
+
+    # A footnote opens its cited passage, the quote highlighted
+    footnotes.first.click()
+    source = page.locator("ol.sources li:target")
+    source.wait_for()
+    source.locator("summary").click()
+    assert source.locator("blockquote mark").first.inner_text().strip()
+
+    # Home lists the report; sign out
+    page.click("nav.site >> text=Home")
+    assert page.locator("td >> .status[data-status=COMPLETED]").count() == 1
+    page.click("nav.site >> text=Sign out")
+    page.wait_for_url(re.compile(r".*/accounts/login/$"))
+
+
+def _in_a_thread(function) -> None:
+    """Run ORM work from the test while Playwright's loop owns this thread."""
+    failures: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            function()
+        except BaseException as error:
+            failures.append(error)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join(timeout=30)
+    if failures:
+        raise failures[0]
+
+
+@pytest.fixture
+def queued_report(alice):
+    corpus = corpus_create(creator=alice, name="Contracts")
+    ingest_samples(corpus)
+    # QUEUED as a deployment with a broker has it before a worker takes it.
+    return ResearchReport.objects.create(
+        corpus=corpus,
+        creator=alice,
+        title="Liability caps",
+        slug="liability-caps-waiting",
+        prompt="What limits the liability of the supplier?",
+        max_steps=60,
+        max_tool_calls=120,
+        token_limit=100_000,
+        time_limit_seconds=300,
+        progress={"phase": "planning"},
+    )
+
+
+def test_the_report_page_follows_a_run_and_shows_its_end_without_a_reload(
+    live_server, queued_report, browser_page
+):
+    page = browser_page
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/")
+    page.goto(f"{live_server.url}/reports/{queued_report.slug}/")
+    # the script replaces the server-rendered line with the polled one
+    page.wait_for_function(
+        "document.querySelector('#progress .line').textContent.startsWith('Queued · planning')"
+    )
+    assert page.is_visible("button:has-text('Cancel')")
+
+    # the run ends elsewhere (here: cancelled while queued); the page notices and shows it
+    _in_a_thread(lambda: report_cancel(user=queued_report.creator, report_id=queued_report.pk))
+    page.wait_for_selector(".status[data-status=CANCELLED]")
+    assert page.is_visible("button:has-text('Resume')")
+    assert page.locator("#progress").count() == 0
