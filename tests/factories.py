@@ -1,6 +1,9 @@
 """Test data built through the services, so tests see what users get."""
 
+import uuid
+
 from corpora.services import document_ingest
+from research.models import ResearchReport
 
 # What `manage.py search --json` promises for each hit.
 SEARCH_HIT_FIELDS = {
@@ -87,3 +90,22 @@ def refuse_second_passage_inserts(message: str) -> None:
             "CREATE TRIGGER refuse_second_passage BEFORE INSERT ON corpora_passage "
             "FOR EACH ROW EXECUTE FUNCTION refuse_second_passage()"
         )
+
+
+def queued_report(user, corpus, title: str = "Waiting for a worker", **fields) -> ResearchReport:
+    """A report as a deployment with a broker has it before a worker takes it: QUEUED, budgets set.
+    Made with the ORM rather than report_start: with no broker, report_start hands the run to this
+    process's thread pool, which takes it within milliseconds, so a report that must stay QUEUED
+    for the whole test cannot deterministically come from there."""
+    return ResearchReport.objects.create(
+        corpus=corpus,
+        creator=user,
+        title=title,
+        slug=f"waiting-{uuid.uuid4().hex[:8]}",
+        prompt=fields.pop("prompt", title),
+        max_steps=60,
+        max_tool_calls=120,
+        token_limit=100_000,
+        time_limit_seconds=300,
+        **fields,
+    )

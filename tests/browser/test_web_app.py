@@ -13,10 +13,9 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from corpora.services import corpus_create
-from research.models import ResearchReport
 from research.services import report_cancel
 from tests.documents import pdf_bytes
-from tests.factories import ACME_SUPPLY, ingest_samples
+from tests.factories import ACME_SUPPLY, ingest_samples, queued_report
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 PASSWORD = "a-long-browser-password"
@@ -135,26 +134,20 @@ def _in_a_thread(function) -> None:
 
 
 @pytest.fixture
-def queued_report(alice):
+def waiting_report(alice):
     corpus = corpus_create(creator=alice, name="Contracts")
     ingest_samples(corpus)
-    # QUEUED as a deployment with a broker has it before a worker takes it.
-    return ResearchReport.objects.create(
-        corpus=corpus,
-        creator=alice,
-        title="Liability caps",
-        slug="liability-caps-waiting",
+    return queued_report(
+        alice,
+        corpus,
+        "Liability caps",
         prompt="What limits the liability of the supplier?",
-        max_steps=60,
-        max_tool_calls=120,
-        token_limit=100_000,
-        time_limit_seconds=300,
         progress={"phase": "planning"},
     )
 
 
 def test_the_report_page_follows_a_run_and_shows_its_end_without_a_reload(
-    live_server, queued_report, browser_page
+    live_server, waiting_report, browser_page
 ):
     page = browser_page
     page.goto(f"{live_server.url}/accounts/login/")
@@ -162,7 +155,7 @@ def test_the_report_page_follows_a_run_and_shows_its_end_without_a_reload(
     page.fill("input[name=password]", PASSWORD)
     page.click("button[type=submit]")
     page.wait_for_url(f"{live_server.url}/")
-    page.goto(f"{live_server.url}/reports/{queued_report.slug}/")
+    page.goto(f"{live_server.url}/reports/{waiting_report.slug}/")
     # the script replaces the server-rendered line with the polled one
     page.wait_for_function(
         "document.querySelector('#progress .line').textContent.startsWith('Queued · planning')"
@@ -170,7 +163,7 @@ def test_the_report_page_follows_a_run_and_shows_its_end_without_a_reload(
     assert page.is_visible("button:has-text('Cancel')")
 
     # the run ends elsewhere (here: cancelled while queued); the page notices and shows it
-    _in_a_thread(lambda: report_cancel(user=queued_report.creator, report_id=queued_report.pk))
+    _in_a_thread(lambda: report_cancel(user=waiting_report.creator, report_id=waiting_report.pk))
     page.wait_for_selector(".status[data-status=CANCELLED]")
     assert page.is_visible("button:has-text('Resume')")
     assert page.locator("#progress").count() == 0

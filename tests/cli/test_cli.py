@@ -5,7 +5,6 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 from pathlib import Path
 
 import pytest
@@ -16,7 +15,7 @@ from corpora.models import Document, Passage
 from corpora.services import corpus_create
 from research.models import ReportStatus, ResearchReport
 from tasks.research import in_process_pool
-from tests.factories import ingest_samples
+from tests.factories import ingest_samples, queued_report
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -79,24 +78,6 @@ def deepcite(*args: str, url: str | None, token: str | None) -> subprocess.Compl
         cwd=REPO,
         timeout=90,
         check=False,
-    )
-
-
-def queued_report(user, corpus, title: str = "Waiting for a worker") -> ResearchReport:
-    """A report as a deployment with a broker has it before a worker takes it: QUEUED, budgets set.
-    Made with the ORM rather than report_start: with no broker, report_start hands the run to this
-    process's thread pool, which takes it within milliseconds, so a report that must stay QUEUED
-    for the whole test cannot deterministically come from there."""
-    return ResearchReport.objects.create(
-        corpus=corpus,
-        creator=user,
-        title=title,
-        slug=f"waiting-{uuid.uuid4().hex[:8]}",
-        prompt=title,
-        max_steps=25,
-        max_tool_calls=25,
-        token_limit=10_000,
-        time_limit_seconds=60,
     )
 
 

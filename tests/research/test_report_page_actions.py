@@ -1,8 +1,6 @@
 """The report page while a run goes on: the progress view it polls, Cancel, and Resume for a
 failed or cancelled report; the creator's alone; CSRF."""
 
-import uuid
-
 import pytest
 from django.contrib.staticfiles import finders
 from django.test import Client
@@ -10,22 +8,15 @@ from django.urls import reverse
 
 from research.models import ReportStatus, ResearchReport
 from tasks.research import in_process_pool
-from tests.factories import ingest_samples
+from tests.factories import ingest_samples, queued_report
 
 
 def queued(user, corpus) -> ResearchReport:
-    """QUEUED as a deployment with a broker has it before a worker takes it (made with the ORM:
-    with no broker, report_start hands the run to this process's pool at once)."""
-    return ResearchReport.objects.create(
-        corpus=corpus,
-        creator=user,
-        title="Liability caps",
-        slug=f"waiting-{uuid.uuid4().hex[:8]}",
+    return queued_report(
+        user,
+        corpus,
+        "Liability caps",
         prompt="What limits the liability of the supplier?",
-        max_steps=60,
-        max_tool_calls=120,
-        token_limit=100_000,
-        time_limit_seconds=300,
         progress={"phase": "planning"},
     )
 
