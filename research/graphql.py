@@ -15,7 +15,7 @@ from corpora.graphql import CorpusNode, PassageNode, corpora_with_counts
 from corpora.models import Passage
 from research.constants import DEPTH_PRESETS
 from research.models import ReportStatus, ReportStrategy, ResearchReport
-from research.selectors import report_list
+from research.selectors import report_list, report_progress_summary
 from research.services import report_cancel, report_resume, report_start
 
 ReportStatusEnum = graphene.Enum("ResearchReportStatus", [(s, s) for s in ReportStatus.values])
@@ -135,22 +135,7 @@ class ResearchReportNode(DjangoObjectType):
         return self.model or None
 
     def resolve_progress(self, info) -> ReportProgress:
-        progress = self.progress or {}
-        return ReportProgress(
-            step_count=self.step_count,
-            tool_call_count=self.tool_call_count,
-            findings_count=len(self.findings),
-            sources_count=len(self.citations) or len({f["document_id"] for f in self.findings}),
-            max_steps=self.max_steps,
-            last_progress_at=self.last_progress_at,
-            phase=progress.get("phase"),
-            level=progress.get("level"),
-            levels=progress.get("levels"),
-            documents_swept=progress.get("documents_swept"),
-            documents_total=progress.get("documents_total"),
-            direction=progress.get("direction"),
-            model_requests=self.model_usage.get("requests"),
-        )
+        return ReportProgress(**report_progress_summary(report=self))
 
     def resolve_citations(self, info) -> list[Citation]:
         passages = {p.pk: p for p in self.cited_passages.all()}  # prefetched: no query per citation

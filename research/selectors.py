@@ -2,6 +2,7 @@
 (and by superusers); everyone else gets the not-found error a missing report gets."""
 
 from collections.abc import Iterable
+from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
@@ -71,3 +72,23 @@ def citable_passages(*, corpus_id: int, passage_ids: Iterable[int]) -> dict[int,
         .order_by()
     )
     return {row[0]: CitablePassage(*row) for row in rows}
+
+
+def report_progress_summary(*, report: ResearchReport) -> dict[str, Any]:
+    """How far a run has got, as the API (`progress`), the CLI and the report page show it."""
+    progress = report.progress or {}
+    return {
+        "step_count": report.step_count,
+        "tool_call_count": report.tool_call_count,
+        "findings_count": len(report.findings),
+        "sources_count": len(report.citations) or len({f["document_id"] for f in report.findings}),
+        "max_steps": report.max_steps,
+        "last_progress_at": report.last_progress_at,
+        "phase": progress.get("phase"),
+        "level": progress.get("level"),
+        "levels": progress.get("levels"),
+        "documents_swept": progress.get("documents_swept"),
+        "documents_total": progress.get("documents_total"),
+        "direction": progress.get("direction"),
+        "model_requests": report.model_usage.get("requests"),
+    }

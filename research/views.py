@@ -11,22 +11,22 @@ from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_GET, require_POST
 
 from config.exceptions import ApplicationError
-from config.ratelimit import RateLimited, rate, rate_limit_hit
+from config.ratelimit import rate, rate_limit_hit
 from corpora.exceptions import CorpusNotFound
 from corpora.selectors import corpus_get_for_user
 from research.exceptions import ReportNotFound
 from research.models import ReportStatus
 from research.pages import report_body_html, report_sources
-from research.selectors import report_get
+from research.selectors import report_get, report_progress_summary
 from research.services import report_cancel, report_resume, report_start
+
+# The run's position, as the API's `progress` names it.
+PROGRESS_FIELDS = ("phase", "level", "levels", "documents_swept", "documents_total", "direction")
 
 
 @login_required
 def report_detail(request: HttpRequest, slug: str) -> HttpResponse:
-    try:
-        report = report_get(user=request.user, slug=slug)
-    except ReportNotFound as exc:
-        raise Http404("report not found") from exc
+    report = _own(request, slug)
     context = {
         "report": report,
         "body_html": report_body_html(report),
@@ -40,25 +40,17 @@ def report_detail(request: HttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def report_progress(request: HttpRequest, slug: str) -> JsonResponse:
     """What the report page polls while a run goes on (static/research/progress.js)."""
-    try:
-        report = report_get(user=request.user, slug=slug)
-    except ReportNotFound as exc:
-        raise Http404("report not found") from exc
-    progress = report.progress or {}
+    report = _own(request, slug)
+    summary = report_progress_summary(report=report)
     response = JsonResponse(
         {
             "status": report.status,
             "status_display": report.get_status_display(),
             "terminal": report.is_terminal,
-            "phase": progress.get("phase"),
-            "level": progress.get("level"),
-            "levels": progress.get("levels"),
-            "documents_swept": progress.get("documents_swept"),
-            "documents_total": progress.get("documents_total"),
-            "direction": progress.get("direction"),
-            "steps": report.step_count,
-            "findings": len(report.findings),
-            "sources": len({f["document_id"] for f in report.findings}),
+            **{key: summary[key] for key in PROGRESS_FIELDS},
+            "steps": summary["step_count"],
+            "findings": summary["findings_count"],
+            "sources": summary["sources_count"],
             "elapsed_seconds": _elapsed(report),
         }
     )
@@ -91,9 +83,7 @@ def report_resume_view(request: HttpRequest, slug: str) -> HttpResponse:
     try:
         rate_limit_hit(scope="research", key=f"user:{request.user.pk}", rate=rate("research"))
         report_resume(user=request.user, report_id=report.pk)
-    except RateLimited as limited:
-        messages.error(request, f"{limited.message} ({limited.code})")
-    except ApplicationError as error:
+    except ApplicationError as error:  # rate_limited among them
         messages.error(request, f"{error.message} ({error.code})")
     else:
         messages.success(request, "Resumed from its findings.")
@@ -136,9 +126,7 @@ def report_new(request: HttpRequest, corpus_id: int) -> HttpResponse:
             rubric=request.POST.get("rubric", ""),
             document_ids=[int(c) for c in chosen] or None,
         )
-    except RateLimited as limited:
-        messages.error(request, f"{limited.message} ({limited.code})")
-    except ApplicationError as error:
+    except ApplicationError as error:  # rate_limited among them
         messages.error(request, f"{error.message} ({error.code})")
     else:
         return redirect("research:report-detail", slug=report.slug)
