@@ -221,6 +221,8 @@ class DeleteDocument(BaseMutation):
 
 class ShareCorpus(BaseMutation):
     corpus = graphene.Field(CorpusNode)
+    # corpus_share grants view_corpus; UnshareCorpus is the same mutation with corpus_unshare.
+    change = staticmethod(corpus_share)
 
     class Arguments:
         id = graphene.ID(required=True)
@@ -230,23 +232,12 @@ class ShareCorpus(BaseMutation):
     def perform(cls, root, info, id, username):
         user = require_user(info)
         corpus = corpus_get_for_creator(user=user, corpus_id=decode_id(id, "Corpus"))
-        corpus_share(user=user, corpus=corpus, username=username)
+        cls.change(user=user, corpus=corpus, username=username)
         return {"corpus": corpus}
 
 
-class UnshareCorpus(BaseMutation):
-    corpus = graphene.Field(CorpusNode)
-
-    class Arguments:
-        id = graphene.ID(required=True)
-        username = graphene.String(required=True)
-
-    @classmethod
-    def perform(cls, root, info, id, username):
-        user = require_user(info)
-        corpus = corpus_get_for_creator(user=user, corpus_id=decode_id(id, "Corpus"))
-        corpus_unshare(user=user, corpus=corpus, username=username)
-        return {"corpus": corpus}
+class UnshareCorpus(ShareCorpus):
+    change = staticmethod(corpus_unshare)
 
 
 class CorporaMutation(graphene.ObjectType):
