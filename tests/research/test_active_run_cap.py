@@ -1,8 +1,6 @@
 """RESEARCH_MAX_ACTIVE_RUNS_PER_USER: one user's queued and running research across corpora is
 capped; another user, a finished run and a cancelled one do not count; resuming counts."""
 
-import threading
-
 import pytest
 from django.db import connection
 
@@ -11,6 +9,7 @@ from research.exceptions import TooManyActiveRuns
 from research.models import ReportStatus, ResearchReport
 from research.services import report_cancel, report_resume, report_start
 from tasks.research import in_process_pool
+from tests.research.races import starts_at_once
 
 
 @pytest.fixture
@@ -70,28 +69,9 @@ def test_simultaneous_starts_on_different_corpora_respect_the_cap(user, settings
     settings.RESEARCH_MAX_ACTIVE_RUNS_PER_USER = 2
     settings.RESEARCH_MODEL = "offline"
     rooms = [corpus_create(creator=user, name=f"Race {i}") for i in range(8)]
-    barrier = threading.Barrier(len(rooms))
-    outcomes: list[str] = []
-    lock = threading.Lock()
-
-    def start(corpus) -> None:
-        try:
-            barrier.wait()
-            report_start(user=user, corpus=corpus, prompt="Research liability caps")
-            result = "created"
-        except TooManyActiveRuns:
-            result = "capped"
-        except Exception as exc:  # anything else is a failure the assertion below shows
-            result = f"error: {exc!r}"
-        finally:
-            connection.close()
-        with lock:
-            outcomes.append(result)
-
-    threads = [threading.Thread(target=start, args=(room,)) for room in rooms]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    outcomes = starts_at_once(
+        [{"user": user, "corpus": room, "prompt": "Research liability caps"} for room in rooms],
+        {TooManyActiveRuns: "capped"},
+    )
     assert in_process_pool.wait(timeout=60)
     assert sorted(outcomes) == ["capped"] * 6 + ["created"] * 2

@@ -1,5 +1,4 @@
 import itertools
-import threading
 from datetime import timedelta
 
 import pytest
@@ -7,8 +6,8 @@ from django.db import connection
 
 from research.exceptions import ReportAlreadyActive
 from research.models import ResearchReport
-from research.services import report_start
 from tasks.research import in_process_pool
+from tests.research.races import starts_at_once
 
 THREADS = 20
 
@@ -17,29 +16,10 @@ THREADS = 20
 def test_twenty_simultaneous_starts_never_make_two_active_reports(user, corpus):
     if connection.vendor != "postgresql":
         pytest.skip("the race is checked on PostgreSQL, where starts really run in parallel")
-    barrier = threading.Barrier(THREADS)
-    outcomes: list[str] = []
-    lock = threading.Lock()
-
-    def start(index: int) -> None:
-        try:
-            barrier.wait()
-            report_start(user=user, corpus=corpus, prompt=f"race {index}")
-            result = "created"
-        except ReportAlreadyActive:
-            result = "already_active"
-        except Exception as exc:  # anything else is a failure the assertion below shows
-            result = f"error: {exc!r}"
-        finally:
-            connection.close()
-        with lock:
-            outcomes.append(result)
-
-    threads = [threading.Thread(target=start, args=(i,)) for i in range(THREADS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    outcomes = starts_at_once(
+        [{"user": user, "corpus": corpus, "prompt": f"race {i}"} for i in range(THREADS)],
+        {ReportAlreadyActive: "already_active"},
+    )
     assert in_process_pool.wait(timeout=60)  # the one queued run, before the database is flushed
 
     # The starts queue on the user's row (the active-run cap); one that gets it after the
