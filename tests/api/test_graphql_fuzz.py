@@ -209,12 +209,15 @@ def test_garbled_documents(clients, document, anonymous):
     executed["garbled"] += 1
 
 
+junk_variables = st.dictionaries(
+    st.sampled_from(VARIABLE_NAMES), st.one_of(junk, global_ids, long_text), max_size=8
+)
+
+
 @fuzz(EXAMPLES["variables"])
 @given(
     query=st.sampled_from(VALID_QUERIES),
-    variables=st.dictionaries(
-        st.sampled_from(VARIABLE_NAMES), st.one_of(junk, global_ids, long_text), max_size=8
-    ),
+    variables=junk_variables,
     anonymous=st.booleans(),
 )
 def test_valid_documents_with_junk_variables(clients, query, variables, anonymous):

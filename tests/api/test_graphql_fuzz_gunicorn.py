@@ -14,15 +14,12 @@ from hypothesis import strategies as st
 
 from tests.api.test_graphql_fuzz import (
     VALID_QUERIES,
-    VARIABLE_NAMES,
     bodies,
     content_types,
     fuzz,
     garbled_documents,
-    global_ids,
-    junk,
+    junk_variables,
     leaked_markers,
-    long_text,
 )
 from tests.production_server import production_server
 
@@ -95,9 +92,7 @@ def test_garbled_documents_over_http(server, document, anonymous):
 @fuzz(EXAMPLES["variables"])
 @given(
     query=st.sampled_from(VALID_QUERIES),
-    variables=st.dictionaries(
-        st.sampled_from(VARIABLE_NAMES), st.one_of(junk, global_ids, long_text), max_size=8
-    ),
+    variables=junk_variables,
 )
 def test_junk_variables_over_http(server, query, variables):
     body = json.dumps({"query": query, "variables": variables}).encode()
