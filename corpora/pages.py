@@ -10,7 +10,6 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
@@ -25,7 +24,7 @@ from corpora.selectors import (
     corpus_get_for_user,
     corpus_shared_with,
     document_get_for_user,
-    document_list,
+    document_list_with_counts,
     passage_search,
 )
 from corpora.services import corpus_create, document_delete
@@ -129,16 +128,13 @@ def _page(
             hits = passage_search(corpus=corpus, query=query, top_k=SEARCH_RESULTS)
         except ApplicationError as failure:
             search_error = f"{failure.message} ({failure.code})"
-    documents = document_list(corpus=corpus).annotate(
-        passage_count=Count("passages"),
-        embedded_count=Count("passages", filter=Q(passages__embedding_model__gt="")),
-    )
+    documents = document_list_with_counts(corpus=corpus)
     is_creator = corpus.creator_id == request.user.pk
     context = {
         "corpus": corpus,
         "is_creator": is_creator,
         "shared_with": corpus_shared_with(corpus=corpus) if is_creator else [],
-        "documents": documents.order_by("title"),
+        "documents": documents,
         "query": query,
         "hits": hits,
         "search_error": search_error,

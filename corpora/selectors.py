@@ -12,7 +12,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import DEFAULT_DB_ALIAS, connections
-from django.db.models import QuerySet
+from django.db.models import Count, Q, QuerySet, Value
 from guardian.shortcuts import get_objects_for_user, get_users_with_perms
 
 from corpora.constants import (
@@ -127,6 +127,14 @@ def document_get_for_user(*, user: User, document_id: int) -> Document:
     if document is None:
         raise DocumentNotFound("document not found", field="id")
     return document
+
+
+def document_list_with_counts(*, corpus: Corpus) -> QuerySet[Document]:
+    """A corpus's documents by title, each with `passage_count` and `embedded_count` (passages
+    embedded by the configured model, as corpus_stats counts them)."""
+    embedder = get_embedder_or_none()
+    embedded = Count("passages", filter=Q(passages__embedding_model=embedder.name)) if embedder else Value(0)
+    return document_list(corpus=corpus).annotate(passage_count=Count("passages"), embedded_count=embedded)
 
 
 def corpus_stats(*, corpus: Corpus) -> dict[str, Any]:
