@@ -1,6 +1,7 @@
 """Who an API request is, for /graphql and the upload endpoint alike: a bearer API token, or a
-browser session whose POSTs carry the CSRF token. Refusals are typed errors with an HTTP
-status; each endpoint answers them in its own JSON shape."""
+browser session whose POSTs carry the CSRF token; and whether its body may be read at all, from
+its declared length. Refusals are typed errors with an HTTP status; each endpoint answers them
+in its own JSON shape."""
 
 from django.contrib.auth.models import AnonymousUser
 from django.http import HttpRequest
@@ -29,6 +30,40 @@ class CsrfFailed(ApiRefused):
 class TokenReadOnly(ApiRefused):
     code = "token_read_only"
     status = 403
+
+
+class LengthRequired(ApiRefused):
+    code = "length_required"
+    status = 411
+
+
+class InvalidBody(ApiRefused):
+    code = "invalid_body"
+    status = 400
+
+
+class RequestTooLarge(ApiRefused):
+    code = "request_too_large"
+    status = 413
+
+
+def request_declared_length(request: HttpRequest, *, limit: int, required: bool) -> int:
+    """The body's Content-Length, checked before a byte of the body is read: a chunked body
+    (Django reads bodies by their Content-Length only, so it would parse as empty) and, when
+    `required`, a missing length raise LengthRequired; a length that is not a number raises
+    InvalidBody; one over `limit` raises RequestTooLarge. A missing length is 0 otherwise."""
+    if "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower():
+        raise LengthRequired("send the body with a Content-Length")
+    declared = request.META.get("CONTENT_LENGTH") or ""
+    if not declared:
+        if required:
+            raise LengthRequired("send the body with a Content-Length")
+        return 0
+    if not declared.isascii() or not declared.isdigit():
+        raise InvalidBody("the Content-Length header is not a number")
+    if int(declared) > limit:
+        raise RequestTooLarge(f"the request body is over {limit} bytes")
+    return int(declared)
 
 
 def request_authenticate(request: HttpRequest) -> None:

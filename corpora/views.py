@@ -11,7 +11,7 @@ from django.http import HttpRequest, JsonResponse, UnreadablePostError
 from django.http.multipartparser import MultiPartParserError
 from django.views.decorators.csrf import csrf_exempt
 
-from config.api_auth import ApiRefused, request_authenticate, request_may_write
+from config.api_auth import ApiRefused, request_authenticate, request_declared_length, request_may_write
 from config.graphql.ids import PK_MAX, InvalidId, decode_id, encode_id
 from config.ratelimit import RateLimited, rate, rate_limit_hit
 from corpora.constants import UPLOAD_FIELD
@@ -88,17 +88,10 @@ def _upload(request: HttpRequest, corpus_ref: str) -> JsonResponse:
 
 def _length_check(request: HttpRequest) -> None:
     """Refuse an oversized body from its Content-Length, before a byte of it is read."""
-    if "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower():
-        raise _Refused(411, "length_required", "send the body with a Content-Length")
-    declared = request.META.get("CONTENT_LENGTH") or ""
-    if not declared:
-        raise _Refused(411, "length_required", "send the body with a Content-Length")
-    if not declared.isascii() or not declared.isdigit():
-        raise _Refused(400, "invalid_body", "the Content-Length header is not a number")
-    if int(declared) > settings.UPLOAD_MAX_BYTES:
-        raise _Refused(
-            413, "request_too_large", f"the request body is over {settings.UPLOAD_MAX_BYTES} bytes"
-        )
+    try:
+        request_declared_length(request, limit=settings.UPLOAD_MAX_BYTES, required=True)
+    except ApiRefused as refused:
+        raise _Refused(refused.status, refused.code, refused.message) from refused
 
 
 def _authenticate(request: HttpRequest) -> None:

@@ -25,7 +25,7 @@ from graphql import (
 )
 from graphql.language import FieldNode, FragmentSpreadNode, InlineFragmentNode
 
-from config.api_auth import ApiRefused, request_authenticate, request_may_write
+from config.api_auth import ApiRefused, request_authenticate, request_declared_length, request_may_write
 from config.exceptions import ApplicationError
 from config.graphql.assets import ASSETS as GRAPHIQL_ASSETS
 from config.graphql.errors import camel_case
@@ -125,15 +125,11 @@ class DeepciteGraphQLView(GraphQLView):
         """Refuse an oversized body from its Content-Length before reading it, then read it
         once: the CSRF check's request.POST and the JSON parse both use that copy (reading the
         form first made a session's multipart POST unreadable to the view)."""
+        try:
+            declared = request_declared_length(request, limit=BODY_MAX_BYTES, required=False)
+        except ApiRefused as refused:
+            raise _Rejected(_error(refused.status, refused.code, refused.message)) from refused
         too_large = _error(413, "request_too_large", f"the request body is over {BODY_MAX_BYTES} bytes")
-        if "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower():
-            # Django reads a body by its Content-Length only: a chunked one would parse as empty
-            raise _Rejected(_error(411, "length_required", "send the body with a Content-Length"))
-        declared = request.META.get("CONTENT_LENGTH") or "0"
-        if not declared.isascii() or not declared.isdigit():
-            raise _Rejected(_error(400, "invalid_body", "the Content-Length header is not a number"))
-        if int(declared) > BODY_MAX_BYTES:
-            raise _Rejected(too_large)
         try:
             body = request.body
         except RequestDataTooBig as exc:
@@ -142,7 +138,7 @@ class DeepciteGraphQLView(GraphQLView):
             raise _Rejected(_error(400, "invalid_body", "the request body could not be read")) from exc
         if len(body) > BODY_MAX_BYTES:
             raise _Rejected(too_large)
-        if len(body) < int(declared):  # the client stopped sending: half a query is no query
+        if len(body) < declared:  # the client stopped sending: half a query is no query
             raise _Rejected(_error(400, "invalid_body", "the request body ended before its Content-Length"))
 
     def execute_graphql_request(self, request, data, query, variables, operation_name, show_graphiql=False):
