@@ -112,10 +112,15 @@ class DeepciteGraphQLView(GraphQLView):
     def dispatch(self, request: HttpRequest, *args, **kwargs) -> HttpResponse:
         try:
             self._read_body(request)
-            self._authenticate(request)
+            request_authenticate(request)
             return super().dispatch(request, *args, **kwargs)
         except _Rejected as rejected:
             return rejected.response
+        # From the door (Content-Length, token, CSRF) or a mutation's limits, wherever raised.
+        except RateLimited as limited:
+            return _rate_limited(limited)
+        except ApiRefused as refused:
+            return _error(refused.status, refused.code, refused.message)
         except Exception:  # never a traceback to the client
             logger.exception("unhandled error in /graphql")
             return _error(500, "internal_error", "internal error")
@@ -125,10 +130,7 @@ class DeepciteGraphQLView(GraphQLView):
         """Refuse an oversized body from its Content-Length before reading it, then read it
         once: the CSRF check's request.POST and the JSON parse both use that copy (reading the
         form first made a session's multipart POST unreadable to the view)."""
-        try:
-            declared = request_declared_length(request, limit=BODY_MAX_BYTES, required=False)
-        except ApiRefused as refused:
-            raise _Rejected(_error(refused.status, refused.code, refused.message)) from refused
+        declared = request_declared_length(request, limit=BODY_MAX_BYTES, required=False)
         too_large = _error(413, "request_too_large", f"the request body is over {BODY_MAX_BYTES} bytes")
         try:
             body = request.body
@@ -184,22 +186,10 @@ class DeepciteGraphQLView(GraphQLView):
             raise _Rejected(_error(400, "invalid_body", "the request body is nested too deeply")) from exc
 
     @staticmethod
-    def _authenticate(request: HttpRequest) -> None:
-        try:
-            request_authenticate(request)
-        except RateLimited as limited:
-            raise _Rejected(_rate_limited(limited)) from limited
-        except ApiRefused as refused:
-            raise _Rejected(_error(refused.status, refused.code, refused.message)) from refused
-
-    @staticmethod
     def _mutation_allowed(request: HttpRequest, fields: list[str]) -> None:
         """A read-only token runs no mutation; every mutation field counts against the user's
         (or, signed out, the address's) rate, research starts and chat messages against their own."""
-        try:
-            request_may_write(request, what="run mutations")
-        except ApiRefused as refused:
-            raise _Rejected(_error(refused.status, refused.code, refused.message)) from refused
+        request_may_write(request, what="run mutations")
         user = request.user
         address = client_address(request) or "unknown"
         key = f"user:{user.pk}" if user.is_authenticated else f"address:{address}"
@@ -286,11 +276,8 @@ CHAT_MUTATIONS = frozenset({"sendChatMessage"})
 
 
 def _limited(name: str, key: str, *, amount: int = 1) -> None:
-    """Count against the rate called `name`; past it, refuse with 429 and Retry-After."""
-    try:
-        rate_limit_hit(scope=name, key=key, rate=rate(name), amount=amount)
-    except RateLimited as limited:
-        raise _Rejected(_rate_limited(limited)) from limited
+    """Count against the rate called `name`; past it RateLimited (429 with Retry-After)."""
+    rate_limit_hit(scope=name, key=key, rate=rate(name), amount=amount)
 
 
 def _rate_limited(limited: RateLimited) -> JsonResponse:
