@@ -46,6 +46,11 @@ def document_upload(request: HttpRequest, corpus_ref: str) -> JsonResponse:
         return _upload(request, corpus_ref)
     except _Refused as refused:
         return refused.response()
+    # From the door (Content-Length, token, CSRF, a read-only token) or the uploads rate.
+    except RateLimited as limited:
+        return _Refused(429, limited.code, limited.message, retry_after=limited.retry_after).response()
+    except ApiRefused as refused:
+        return _Refused(refused.status, refused.code, refused.message).response()
     except RequestDataTooBig:
         return _Refused(413, "request_too_large", "the request's form fields are too large").response()
     except TooManyFilesSent:
@@ -66,7 +71,8 @@ def _upload(request: HttpRequest, corpus_ref: str) -> JsonResponse:
     # then is the body read.
     if request.method != "POST":
         raise _Refused(405, "method_not_allowed", "POST the files as multipart/form-data")
-    _length_check(request)
+    # Refuse an oversized body from its Content-Length, before a byte of it is read.
+    request_declared_length(request, limit=settings.UPLOAD_MAX_BYTES, required=True)
     if request.content_type != "multipart/form-data":
         raise _Refused(415, "unsupported_media_type", "send the files as multipart/form-data")
     _authenticate(request)
@@ -74,36 +80,18 @@ def _upload(request: HttpRequest, corpus_ref: str) -> JsonResponse:
     uploads = request.FILES.getlist(UPLOAD_FIELD)
     if not uploads:
         raise _Refused(400, "no_files", f"send one or more files in the {UPLOAD_FIELD!r} field")
-    try:
-        rate_limit_hit(
-            scope="uploads", key=f"user:{request.user.pk}", rate=rate("uploads"), amount=len(uploads)
-        )
-    except RateLimited as limited:
-        raise _Refused(429, limited.code, limited.message, retry_after=limited.retry_after) from limited
+    rate_limit_hit(scope="uploads", key=f"user:{request.user.pk}", rate=rate("uploads"), amount=len(uploads))
     outcomes = documents_upload(corpus=corpus, uploads=uploads)
     return JsonResponse(
         {"corpus_id": encode_id("Corpus", corpus.pk), "documents": [_outcome(o) for o in outcomes]}
     )
 
 
-def _length_check(request: HttpRequest) -> None:
-    """Refuse an oversized body from its Content-Length, before a byte of it is read."""
-    try:
-        request_declared_length(request, limit=settings.UPLOAD_MAX_BYTES, required=True)
-    except ApiRefused as refused:
-        raise _Refused(refused.status, refused.code, refused.message) from refused
-
-
 def _authenticate(request: HttpRequest) -> None:
-    try:
-        request_authenticate(request)
-        if not request.user.is_authenticated:
-            raise _Refused(401, "not_authenticated", "sign in or send an API token")
-        request_may_write(request, what="upload documents")
-    except RateLimited as limited:
-        raise _Refused(429, limited.code, limited.message, retry_after=limited.retry_after) from limited
-    except ApiRefused as refused:
-        raise _Refused(refused.status, refused.code, refused.message) from refused
+    request_authenticate(request)
+    if not request.user.is_authenticated:
+        raise _Refused(401, "not_authenticated", "sign in or send an API token")
+    request_may_write(request, what="upload documents")
 
 
 def _corpus(request: HttpRequest, corpus_ref: str) -> Corpus:
