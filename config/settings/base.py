@@ -135,8 +135,9 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
-# Files fetched at install / image build time, not committed: GraphiQL's (config/graphql/assets.py).
-STATICFILES_DIRS = [BASE_DIR / "assets"] if (BASE_DIR / "assets").is_dir() else []
+# static/: the pages' own stylesheet and scripts; assets/: files fetched at install / image build
+# time, not committed: GraphiQL's (config/graphql/assets.py).
+STATICFILES_DIRS = [BASE_DIR / "static"] + ([BASE_DIR / "assets"] if (BASE_DIR / "assets").is_dir() else [])
 
 # --- Celery ---------------------------------------------------------------------------------
 # Unset broker = no services: tasks run in this process (tasks.research, tasks.embeddings),
