@@ -10,15 +10,12 @@ import shutil
 import threading
 
 import pytest
-from django.contrib.auth import get_user_model
 
 from corpora.services import corpus_create
 from research.services import report_cancel
+from tests.browser.helpers import sign_in
 from tests.documents import pdf_bytes
 from tests.factories import ACME_SUPPLY, ingest_samples, queued_report
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-PASSWORD = "a-long-browser-password"
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -26,33 +23,6 @@ pytestmark = [
         shutil.which("chromium") is None, reason="needs Debian's chromium (apt-get install chromium)"
     ),
 ]
-
-
-@pytest.fixture
-def alice(transactional_db):
-    # Before Playwright starts: its sync API runs an event loop in this thread, where Django's
-    # ORM refuses to run.
-    return get_user_model().objects.create_user(username="alice", password=PASSWORD)
-
-
-@pytest.fixture
-def browser_page(alice):
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        page = browser.new_page()
-        errors: list[str] = []
-        page.on("pageerror", lambda error: errors.append(str(error)))
-        page.on("console", lambda message: message.type == "error" and errors.append(message.text))
-        page.on(
-            "response",
-            lambda response: response.status >= 400 and errors.append(f"{response.status} {response.url}"),
-        )
-        page.set_default_timeout(15_000)
-        yield page
-        browser.close()
-    assert not errors, errors
 
 
 def test_a_user_researches_a_corpus_in_the_browser(live_server, browser_page, tmp_path):
@@ -63,11 +33,7 @@ def test_a_user_researches_a_corpus_in_the_browser(live_server, browser_page, tm
     )
 
     # Sign in: home
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("input[name=username]", "alice")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/")
+    sign_in(page, live_server.url)
     assert page.is_visible("text=Your corpora")
 
     # Create a corpus: its page
@@ -150,11 +116,7 @@ def test_the_report_page_follows_a_run_and_shows_its_end_without_a_reload(
     live_server, waiting_report, browser_page
 ):
     page = browser_page
-    page.goto(f"{live_server.url}/accounts/login/")
-    page.fill("input[name=username]", "alice")
-    page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/")
+    sign_in(page, live_server.url)
     page.goto(f"{live_server.url}/reports/{waiting_report.slug}/")
     # the script replaces the server-rendered line with the polled one
     page.wait_for_function(
