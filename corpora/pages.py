@@ -18,6 +18,7 @@ from config.exceptions import ApplicationError
 from config.ratelimit import RateLimited, rate, rate_limit_hit
 from corpora.constants import UPLOAD_FIELD
 from corpora.exceptions import CorpusNotFound, CorpusPermissionDenied, DocumentNotFound
+from corpora.highlight import parse_mark, passage_marked_html
 from corpora.models import Corpus
 from corpora.selectors import (
     corpus_get_for_creator,
@@ -25,6 +26,7 @@ from corpora.selectors import (
     corpus_shared_with,
     document_get_for_user,
     document_list_with_counts,
+    document_passages,
     passage_search,
 )
 from corpora.services import corpus_create, document_delete
@@ -95,6 +97,33 @@ def document_remove(request: HttpRequest, corpus_id: int, document_id: int) -> H
     else:
         messages.success(request, f"Deleted “{document.title}” and its passages.")
     return redirect("corpora:detail", corpus_id=corpus.pk)
+
+
+@login_required
+@require_http_methods(["GET"])
+def document_detail(request: HttpRequest, corpus_id: int, document_id: int) -> HttpResponse:
+    """A document's text as its passages, each with an anchor (`#passage-<id>`); opened from a
+    report's footnote (`?passage=<id>&mark=<start>-<end>`) the cited passage is highlighted and
+    its quote marked. Readable by whoever may read the corpus."""
+    corpus = _readable(request, corpus_id)
+    try:
+        document = document_get_for_user(user=request.user, document_id=document_id)
+    except DocumentNotFound as error:
+        raise Http404("document not found") from error
+    if document.corpus_id != corpus.pk:
+        raise Http404("document not found")
+    focus = request.GET.get("passage", "")
+    focus_id = int(focus) if focus.isascii() and focus.isdigit() and len(focus) < 19 else None
+    mark = parse_mark(request.GET.get("mark", ""))
+    passages = [
+        (
+            passage,
+            passage_marked_html(passage.text, passage.start, mark if passage.pk == focus_id else None),
+        )
+        for passage in document_passages(document=document)
+    ]
+    context = {"corpus": corpus, "document": document, "passages": passages, "focus_id": focus_id}
+    return render(request, "corpora/document_detail.html", context)
 
 
 def _readable(request: HttpRequest, corpus_id: int) -> Corpus:

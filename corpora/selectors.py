@@ -483,6 +483,11 @@ def passage_neighbours(*, corpus: Corpus, passage_id: int, before: int = 1, afte
     )
 
 
+def document_passages(*, document: Document) -> QuerySet[Passage]:
+    """A document's passages in reading order (they tile its text without overlap)."""
+    return Passage.objects.filter(document=document).defer("embedding").order_by("ordinal")
+
+
 def document_list(*, corpus: Corpus, document_ids: Sequence[int] | None = None) -> QuerySet[Document]:
     """A corpus's documents by title, optionally only those among `document_ids`."""
     queryset = Document.objects.filter(corpus=corpus).defer("text").order_by("title", "pk")

@@ -7,8 +7,9 @@ from typing import Any
 
 import markdown
 import nh3
-from django.utils.html import escape
+from django.urls import reverse
 
+from corpora.highlight import passage_marked_html
 from research.citations import SOURCES_HEADING
 from research.models import ResearchReport
 
@@ -52,6 +53,7 @@ class SourceView:
     source_name: str
     page: int | None
     passage_html: str
+    document_url: str
 
 
 def report_body_html(report: ResearchReport) -> str:
@@ -99,18 +101,20 @@ def report_sources(report: ResearchReport) -> list[SourceView]:
                 document_title=citation.get("document_title") or (passage.document.title if passage else ""),
                 source_name=citation.get("source_name") or (passage.document.source_name if passage else ""),
                 page=citation.get("page"),
-                passage_html=_highlight(passage.text, passage.start, citation) if passage else "",
+                passage_html=_marked(passage, citation) if passage else "",
+                document_url=_document_url(report, passage, citation) if passage else "",
             )
         )
     return views
 
 
-def _highlight(text: str, passage_start: int, citation: dict[str, Any]) -> str:
-    """The passage, escaped, with the quoted span (document offsets) wrapped in <mark>."""
-    if not citation.get("quote"):
-        return escape(text)
-    start = citation["start"] - passage_start
-    end = citation["end"] - passage_start
-    if not (0 <= start < end <= len(text)):
-        return escape(text)
-    return f"{escape(text[:start])}<mark>{escape(text[start:end])}</mark>{escape(text[end:])}"
+def _marked(passage, citation: dict[str, Any]) -> str:
+    span = (citation["start"], citation["end"]) if citation.get("quote") else None
+    return passage_marked_html(passage.text, passage.start, span)
+
+
+def _document_url(report: ResearchReport, passage, citation: dict[str, Any]) -> str:
+    """The document view at the cited passage, its quote marked."""
+    url = reverse("corpora:document", args=[report.corpus_id, passage.document_id])
+    mark = f"&mark={citation['start']}-{citation['end']}" if citation.get("quote") else ""
+    return f"{url}?passage={passage.pk}{mark}#passage-{passage.pk}"

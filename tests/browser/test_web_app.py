@@ -1,7 +1,8 @@
 """The web app in a real browser (headless Chromium, driven by Playwright, against a live
 server): sign in, create a corpus, upload two documents (one PDF), search, start research,
 watch the report page follow the run to COMPLETED with no reload by the user, open a
-footnote's cited passage with the quote highlighted, sign out.
+footnote's cited passage in the side panel with the quote highlighted, follow it to the document
+view at that passage, sign out.
 
 Chromium is Debian's (`apt-get install chromium`, as .ci/run does), never a browser download."""
 
@@ -68,12 +69,25 @@ def test_a_user_researches_a_corpus_in_the_browser(live_server, browser_page, tm
     footnotes = page.locator("article sup a")
     assert footnotes.count() >= 1
 
-    # A footnote opens its cited passage, the quote highlighted
+    # A footnote opens the side panel: its cited passage, the quote highlighted; Escape closes it
     footnotes.first.click()
-    source = page.locator("ol.sources li:target")
-    source.wait_for()
-    source.locator("summary").click()
-    assert source.locator("blockquote mark").first.inner_text().strip()
+    panel = page.locator("#source-panel")
+    panel.wait_for(state="visible")
+    quote = panel.locator("blockquote mark").first.inner_text().strip()
+    assert quote
+    assert panel.locator(".source-title em").inner_text().strip()
+    page.keyboard.press("Escape")
+    panel.wait_for(state="hidden")
+
+    # ... and from the panel, the document view at that passage, highlighted, the quote marked
+    footnotes.first.click()
+    panel.locator("text=Open in the document").click()
+    page.wait_for_url(re.compile(r".*/corpora/\d+/documents/\d+/\?passage=\d+.*#passage-\d+$"))
+    focus = page.locator("section.passage.focus")
+    assert focus.count() == 1
+    assert focus.locator("mark").inner_text().strip() == quote
+    assert focus.evaluate("node => node.matches(':target')")
+    page.go_back()
 
     # Home lists the report; sign out
     page.click("nav.site >> text=Home")

@@ -544,6 +544,12 @@ def test_the_report_page_is_creator_only_and_sanitized(user, other_user, report,
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in article
     assert 'href="#source-1"' in html and 'id="source-1"' in html
     assert f"<mark>{LIABILITY_SENTENCE}</mark>" in html.replace("\n", " ")
+    # each source links to the document view at its passage, the quote's offsets in the link
+    citation = ResearchReport.objects.get(pk=report.pk).citations[0]
+    document_url = reverse("corpora:document", args=[report.corpus_id, citation["document_id"]])
+    link = f"{document_url}?passage={citation['passage_id']}&amp;mark={citation['start']}-{citation['end']}"
+    assert f'href="{link}#passage-{citation["passage_id"]}"' in html
+    assert 'id="source-panel"' in html and "research/footnotes.js" in html
 
 
 # --- Levels, the sweep and presets --------------------------------------------------------------
