@@ -26,6 +26,8 @@ from graphql import (
 from graphql.language import FieldNode, FragmentSpreadNode, InlineFragmentNode
 
 from config.api_auth import ApiRefused, request_authenticate, request_declared_length, request_may_write
+from config.csp import HEADER as CSP_HEADER
+from config.csp import policy_with_sources
 from config.exceptions import ApplicationError
 from config.graphql.assets import ASSETS as GRAPHIQL_ASSETS
 from config.graphql.errors import camel_case
@@ -33,6 +35,7 @@ from config.ratelimit import RateLimited, client_address, rate, rate_limit_hit
 
 logger = logging.getLogger(__name__)
 
+GRAPHIQL_CDN = "https://cdn.jsdelivr.net"
 BODY_MAX_BYTES = 256 * 1024
 # Tokens a document may hold: far above any real query, far below what makes validation slow
 # (the standard overlapping-fields rule is quadratic in repeated selections).
@@ -201,8 +204,15 @@ class DeepciteGraphQLView(GraphQLView):
         return settings.GRAPHIQL and super().can_display_graphiql(request, data)
 
     def render_graphiql(self, request, **data):
-        # The files config.graphql.assets fetched, served by the app; else graphene-django's CDN.
-        return super().render_graphiql(request, graphiql_local=_graphiql_local(), **data)
+        # The files config.graphql.assets fetched, served by the app; else graphene-django's CDN,
+        # which this page's Content-Security-Policy then allows.
+        local = _graphiql_local()
+        response = super().render_graphiql(request, graphiql_local=local, **data)
+        if not local and settings.CONTENT_SECURITY_POLICY:
+            response[CSP_HEADER] = policy_with_sources(
+                settings.CONTENT_SECURITY_POLICY, {"script-src": GRAPHIQL_CDN, "style-src": GRAPHIQL_CDN}
+            )
+        return response
 
     @staticmethod
     def format_error(error):

@@ -128,7 +128,8 @@ def test_the_page_uses_the_apps_own_files(graphiql_page):
     response = graphiql_page()
     page = response.content.decode()
     assert response.status_code == 200
-    assert "cdn.jsdelivr.net" not in page
+    assert "cdn.jsdelivr.net" not in page and "cdn.jsdelivr.net" not in response["Content-Security-Policy"]
+    assert "<script>" not in page and "<style" not in page  # the policy forbids inline ones
     for asset in assets.ASSETS:
         assert finders.find(f"graphiql/{asset.name}")
         if asset.sri_attribute is not None:
@@ -141,10 +142,17 @@ def test_the_page_uses_the_apps_own_files(graphiql_page):
 def test_without_the_files_the_page_falls_back_to_the_cdn(graphiql_page):
     finders.get_finder.cache_clear()
     try:
-        page = graphiql_page().content.decode()
+        response = graphiql_page()
     finally:
         finders.get_finder.cache_clear()
+    page = response.content.decode()
     assert "https://cdn.jsdelivr.net/npm/graphiql@" in page
+    policy = dict(d.strip().split(" ", 1) for d in response["Content-Security-Policy"].split(";"))
+    assert (
+        "https://cdn.jsdelivr.net" in policy["script-src"]
+        and "https://cdn.jsdelivr.net" in policy["style-src"]
+    )
+    assert "'unsafe-inline'" not in response["Content-Security-Policy"]
     assert "/static/graphiql/" not in page
 
 

@@ -134,7 +134,7 @@ def test_the_report_page_follows_a_run_and_shows_its_end_without_a_reload(
     page.goto(f"{live_server.url}/reports/{waiting_report.slug}/")
     # the script replaces the server-rendered line with the polled one
     page.wait_for_function(
-        "document.querySelector('#progress .line').textContent.startsWith('Queued · planning')"
+        "() => document.querySelector('#progress .line').textContent.startsWith('Queued · planning')"
     )
     assert page.is_visible("button:has-text('Cancel')")
 
