@@ -1,8 +1,9 @@
 """The corpus pages of the web app: create a corpus (from home), the corpus page (its documents
-with their embedding state, a search box, and for its creator an upload form and delete
-buttons). Server-rendered; every read goes through the selectors and every write through the
-services the API uses, so the same rules and error codes apply. A corpus the user cannot see
-is a 404; a corpus shared with them is readable and searchable, not manageable (403)."""
+with their embedding state, a search box, and for its creator an upload form, delete buttons,
+rename, share / unshare and delete the corpus), and the document view. Server-rendered; every
+read goes through the selectors and every write through the services the API uses, so the same
+rules and error codes apply. A corpus the user cannot see is a 404; a corpus shared with them
+is readable and searchable, not manageable (403)."""
 
 import logging
 
@@ -12,6 +13,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import pluralize
 from django.views.decorators.http import require_http_methods, require_POST
 
 from config.exceptions import ApplicationError
@@ -29,7 +31,14 @@ from corpora.selectors import (
     document_passages,
     passage_search,
 )
-from corpora.services import corpus_create, document_delete
+from corpora.services import (
+    corpus_create,
+    corpus_delete,
+    corpus_rename,
+    corpus_share,
+    corpus_unshare,
+    document_delete,
+)
 from corpora.uploads import UploadOutcome, documents_upload
 
 logger = logging.getLogger(__name__)
@@ -126,6 +135,61 @@ def document_detail(request: HttpRequest, corpus_id: int, document_id: int) -> H
     return render(request, "corpora/document_detail.html", context)
 
 
+@login_required
+@require_POST
+def corpus_rename_page(request: HttpRequest, corpus_id: int) -> HttpResponse:
+    corpus = _manageable(request, corpus_id)
+    try:
+        corpus = corpus_rename(user=request.user, corpus=corpus, name=request.POST.get("name", ""))
+    except ApplicationError as error:  # corpus_name_invalid, corpus_name_taken
+        messages.error(request, f"{error.message} ({error.code})")
+    else:
+        messages.success(request, f"Renamed to “{corpus.name}”.")
+    return redirect("corpora:detail", corpus_id=corpus.pk)
+
+
+@login_required
+@require_POST
+def corpus_share_page(request: HttpRequest, corpus_id: int) -> HttpResponse:
+    """Share with a user by username, or (`action=unshare`) take the sharing back."""
+    corpus = _manageable(request, corpus_id)
+    unshare = request.POST.get("action") == "unshare"
+    try:
+        grantee = (corpus_unshare if unshare else corpus_share)(
+            user=request.user, corpus=corpus, username=request.POST.get("username", "")
+        )
+    except ApplicationError as error:  # user_not_found, cannot_share_with_self
+        messages.error(request, f"{error.message} ({error.code})")
+    else:
+        name = grantee.get_username()
+        messages.success(request, f"No longer shared with {name}." if unshare else f"Shared with {name}.")
+    return redirect("corpora:detail", corpus_id=corpus.pk)
+
+
+@login_required
+@require_POST
+def corpus_delete_page(request: HttpRequest, corpus_id: int) -> HttpResponse:
+    """Delete the corpus once its name is typed to confirm; its reports go with it only when
+    the box is ticked (otherwise a corpus with reports is refused: corpus_has_reports)."""
+    corpus = _manageable(request, corpus_id)
+    if " ".join(request.POST.get("confirm", "").split()) != corpus.name:
+        messages.error(request, "Type the corpus's name to confirm (confirmation_mismatch).")
+        return redirect("corpora:detail", corpus_id=corpus.pk)
+    try:
+        deleted = corpus_delete(
+            user=request.user, corpus=corpus, delete_reports=request.POST.get("delete_reports") == "on"
+        )
+    except ApplicationError as error:  # corpus_busy, corpus_has_reports
+        messages.error(request, f"{error.message} ({error.code})")
+        return redirect("corpora:detail", corpus_id=corpus.pk)
+    reports = f" and {deleted.reports} report{pluralize(deleted.reports)}" if deleted.reports else ""
+    messages.success(
+        request,
+        f"Deleted “{corpus.name}” with {deleted.documents} document{pluralize(deleted.documents)}{reports}.",
+    )
+    return redirect("home")
+
+
 def _readable(request: HttpRequest, corpus_id: int) -> Corpus:
     try:
         return corpus_get_for_user(user=request.user, corpus_id=corpus_id)
@@ -170,5 +234,6 @@ def _page(
         "outcomes": outcomes,
         "error": error,
         "upload_limit_mb": settings.UPLOAD_MAX_BYTES // (1024 * 1024),
+        "upload_limit_bytes": settings.UPLOAD_MAX_BYTES,
     }
     return render(request, "corpora/corpus_detail.html", context, status=status)

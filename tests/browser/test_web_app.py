@@ -143,3 +143,18 @@ def test_the_report_page_follows_a_run_and_shows_its_end_without_a_reload(
     page.wait_for_selector(".status[data-status=CANCELLED]")
     assert page.is_visible("button:has-text('Resume')")
     assert page.locator("#progress").count() == 0
+
+    # Resume: the run starts again from its findings and the page follows it to its end
+    page.click("button:has-text('Resume')")
+    assert page.is_visible("text=Resumed from its findings.")
+    page.wait_for_selector(".status[data-status=COMPLETED]", timeout=90_000)
+    assert page.locator("article sup a").count() >= 1
+
+
+def test_cancel_from_the_report_page(live_server, waiting_report, browser_page):
+    page = browser_page
+    sign_in(page, live_server.url)
+    page.goto(f"{live_server.url}/reports/{waiting_report.slug}/")
+    page.click("button:has-text('Cancel')")
+    page.wait_for_selector(".status[data-status=CANCELLED]")
+    assert page.is_visible("text=Cancelled.") and page.is_visible("button:has-text('Resume')")

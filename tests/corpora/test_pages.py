@@ -8,9 +8,11 @@ from django.test import Client
 from django.urls import reverse
 
 from corpora.models import Corpus, Document
+from corpora.selectors import corpus_shared_with
 from corpora.services import corpus_create, corpus_share
+from research.models import ReportStatus, ResearchReport
 from tests.documents import pdf_bytes
-from tests.factories import ACME_SUPPLY, INITECH_LICENSE, ingest_samples
+from tests.factories import ACME_SUPPLY, INITECH_LICENSE, ingest_samples, queued_report
 
 
 def signed_in(user) -> Client:
@@ -154,3 +156,84 @@ def test_names_and_titles_are_escaped(browser, user):
     page = browser.get(reverse("corpora:detail", args=[corpus.pk])).content.decode()
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;" in page
     assert "<img src=x" not in page and "<b>Title</b>" not in page
+
+
+def test_the_creator_renames_shares_and_unshares_from_the_page(browser, user, other_user):
+    corpus = corpus_create(creator=user, name="Contracts")
+    corpus_create(creator=user, name="Taken")
+    page = browser.post(
+        reverse("corpora:rename", args=[corpus.pk]), {"name": " Supplier  contracts "}, follow=True
+    )
+    assert "Renamed to “Supplier contracts”." in page.content.decode()
+    taken = browser.post(reverse("corpora:rename", args=[corpus.pk]), {"name": "Taken"}, follow=True)
+    assert "corpus_name_taken" in taken.content.decode()
+    corpus.refresh_from_db()
+    assert corpus.name == "Supplier contracts"
+
+    shared = browser.post(
+        reverse("corpora:share", args=[corpus.pk]), {"username": "bob", "action": "share"}, follow=True
+    )
+    assert "Shared with bob." in shared.content.decode() and "Stop sharing" in shared.content.decode()
+    assert signed_in(other_user).get(reverse("corpora:detail", args=[corpus.pk])).status_code == 200
+    for username, code in (("nobody", "user_not_found"), ("alice", "cannot_share_with_self")):
+        refused = browser.post(
+            reverse("corpora:share", args=[corpus.pk]), {"username": username}, follow=True
+        )
+        assert code in refused.content.decode()
+    unshared = browser.post(
+        reverse("corpora:share", args=[corpus.pk]), {"username": "bob", "action": "unshare"}, follow=True
+    )
+    assert "No longer shared with bob." in unshared.content.decode()
+    assert signed_in(other_user).get(reverse("corpora:detail", args=[corpus.pk])).status_code == 404
+
+
+def test_deleting_a_corpus_needs_its_name_and_says_what_went(browser, user):
+    corpus = corpus_create(creator=user, name="Contracts")
+    ingest_samples(corpus)
+    wrong = browser.post(reverse("corpora:delete", args=[corpus.pk]), {"confirm": "Contract"}, follow=True)
+    assert "confirmation_mismatch" in wrong.content.decode()
+    assert Corpus.objects.filter(pk=corpus.pk).exists()
+    response = browser.post(
+        reverse("corpora:delete", args=[corpus.pk]), {"confirm": "Contracts"}, follow=True
+    )
+    assert response.redirect_chain[-1][0] == "/"
+    assert "Deleted “Contracts” with 2 documents." in response.content.decode()
+    assert not Corpus.objects.filter(pk=corpus.pk).exists() and not Document.objects.exists()
+
+
+def test_a_corpus_with_reports_is_kept_unless_they_go_too(browser, user):
+    corpus = corpus_create(creator=user, name="Contracts")
+    ingest_samples(corpus)
+    queued_report(user, corpus, "Liability", status=ReportStatus.COMPLETED)
+    kept = browser.post(reverse("corpora:delete", args=[corpus.pk]), {"confirm": "Contracts"}, follow=True)
+    assert "corpus_has_reports" in kept.content.decode()
+    assert Corpus.objects.filter(pk=corpus.pk).exists()
+    gone = browser.post(
+        reverse("corpora:delete", args=[corpus.pk]),
+        {"confirm": "Contracts", "delete_reports": "on"},
+        follow=True,
+    )
+    assert "with 2 documents and 1 report." in gone.content.decode()
+    assert not ResearchReport.objects.exists()
+
+
+def test_only_the_creator_manages(user, other_user):
+    corpus = corpus_create(creator=user, name="Contracts")
+    bob = signed_in(other_user)
+    for name, data in (
+        ("rename", {"name": "Mine"}),
+        ("share", {"username": "bob"}),
+        ("delete", {"confirm": "Contracts"}),
+    ):
+        assert bob.post(reverse(f"corpora:{name}", args=[corpus.pk]), data).status_code == 404
+    corpus_share(user=user, corpus=corpus, username=other_user.username)
+    for name, data in (
+        ("rename", {"name": "Mine"}),
+        ("share", {"username": "bob", "action": "unshare"}),
+        ("delete", {"confirm": "Contracts"}),
+    ):
+        assert bob.post(reverse(f"corpora:{name}", args=[corpus.pk]), data).status_code == 403
+    corpus.refresh_from_db()
+    assert corpus.name == "Contracts" and corpus_shared_with(corpus=corpus) == ["bob"]
+    page = bob.get(reverse("corpora:detail", args=[corpus.pk])).content.decode()
+    assert "Delete this corpus" not in page and "Share with" not in page
