@@ -8,13 +8,12 @@ Chromium is Debian's (`apt-get install chromium`, as .ci/run does), never a brow
 
 import re
 import shutil
-import threading
 
 import pytest
 
 from corpora.services import corpus_create
 from research.services import report_cancel
-from tests.browser.helpers import sign_in
+from tests.browser.helpers import in_a_thread, sign_in
 from tests.documents import pdf_bytes
 from tests.factories import ACME_SUPPLY, ingest_samples, queued_report
 
@@ -96,23 +95,6 @@ def test_a_user_researches_a_corpus_in_the_browser(live_server, browser_page, tm
     page.wait_for_url(re.compile(r".*/accounts/login/$"))
 
 
-def _in_a_thread(function) -> None:
-    """Run ORM work from the test while Playwright's loop owns this thread."""
-    failures: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            function()
-        except BaseException as error:
-            failures.append(error)
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    thread.join(timeout=30)
-    if failures:
-        raise failures[0]
-
-
 @pytest.fixture
 def waiting_report(alice):
     corpus = corpus_create(creator=alice, name="Contracts")
@@ -139,7 +121,7 @@ def test_the_report_page_follows_a_run_and_shows_its_end_without_a_reload(
     assert page.is_visible("button:has-text('Cancel')")
 
     # the run ends elsewhere (here: cancelled while queued); the page notices and shows it
-    _in_a_thread(lambda: report_cancel(user=waiting_report.creator, report_id=waiting_report.pk))
+    in_a_thread(lambda: report_cancel(user=waiting_report.creator, report_id=waiting_report.pk))
     page.wait_for_selector(".status[data-status=CANCELLED]")
     assert page.is_visible("button:has-text('Resume')")
     assert page.locator("#progress").count() == 0
