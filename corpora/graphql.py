@@ -8,10 +8,18 @@ from graphene import relay
 from graphene_django import DjangoObjectType
 
 from config.graphql.errors import BaseMutation, require_user
-from config.graphql.ids import decode_id, encode_id
+from config.graphql.ids import decode_id, decode_ids, encode_id
 from config.graphql.pagination import BoundedConnectionField
+from corpora.constants import SEARCH_MAX_TOP_K, SEARCH_MODE_HYBRID, SEARCH_MODES
 from corpora.models import Corpus, Document, Passage
-from corpora.selectors import corpus_get_for_creator, corpus_list, corpus_shared_with, document_get_for_user
+from corpora.selectors import (
+    corpus_get_for_creator,
+    corpus_get_for_user,
+    corpus_list,
+    corpus_shared_with,
+    document_get_for_user,
+    passage_search,
+)
 from corpora.services import (
     corpus_create,
     corpus_delete,
@@ -130,11 +138,42 @@ class PassageNode(DjangoObjectType):
         return list(self.heading_path or [])
 
 
+SearchMode = graphene.Enum("SearchMode", [(mode.upper(), mode) for mode in SEARCH_MODES])
+
+
+class SearchHit(graphene.ObjectType):
+    passage = graphene.Field(PassageNode, required=True)
+    score = graphene.Float(required=True, description="The ranking's score; higher is better.")
+
+
 class CorporaQuery(graphene.ObjectType):
     corpora = BoundedConnectionField(CorpusNode)
     corpus = graphene.Field(CorpusNode, id=graphene.ID(required=True))
     documents = BoundedConnectionField(DocumentNode, corpus_id=graphene.ID(required=True))
     passage = graphene.Field(PassageNode, id=graphene.ID(required=True))
+    search = graphene.List(
+        graphene.NonNull(SearchHit),
+        required=True,
+        corpus_id=graphene.ID(required=True),
+        query=graphene.String(required=True),
+        top_k=graphene.Int(default_value=10, description=f"1 to {SEARCH_MAX_TOP_K}"),
+        mode=SearchMode(default_value=SEARCH_MODE_HYBRID),
+        document_ids=graphene.List(graphene.NonNull(graphene.ID), description="Only these documents."),
+        description="Passages of a corpus you may read, best first, as `manage.py search` ranks them.",
+    )
+
+    def resolve_search(root, info, corpus_id, query, top_k, mode, document_ids=None):
+        corpus = corpus_get_for_user(
+            user=info.context.user, corpus_id=decode_id(corpus_id, "Corpus", field="corpus_id")
+        )
+        hits = passage_search(
+            corpus=corpus,
+            query=query,
+            top_k=top_k,
+            mode=getattr(mode, "value", mode),  # graphene hands over the enum member
+            document_ids=decode_ids(document_ids, "Document", field="document_ids"),
+        )
+        return [SearchHit(passage=hit.passage, score=hit.score) for hit in hits]
 
     def resolve_corpora(root, info, **kwargs):
         return CorpusNode.get_queryset(Corpus.objects.order_by("name", "pk"), info)
