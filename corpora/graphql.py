@@ -18,6 +18,7 @@ from corpora.selectors import (
     corpus_list,
     corpus_shared_with,
     document_get_for_user,
+    embedded_passage_count,
     passage_search,
 )
 from corpora.services import (
@@ -51,6 +52,11 @@ def _count_of(model) -> Subquery:
 class CorpusNode(DjangoObjectType):
     document_count = graphene.Int(required=True)
     passage_count = graphene.Int(required=True)
+    embedded_passage_count = graphene.Int(
+        required=True,
+        description="Passages the configured embedding model has reached (one query per corpus); "
+        "until then they are found by lexical search and hybrid's lexical leg.",
+    )
     is_creator = graphene.Boolean(
         required=True, description="You created this corpus, so you may rename, delete, share and upload."
     )
@@ -83,6 +89,9 @@ class CorpusNode(DjangoObjectType):
         if not hasattr(self, "_passages"):
             return Passage.objects.filter(corpus_id=self.pk).count()
         return self._passages or 0
+
+    def resolve_embedded_passage_count(self, info) -> int:
+        return embedded_passage_count(corpus=self)
 
     def resolve_is_creator(self, info) -> bool:
         return self.creator_id == info.context.user.pk

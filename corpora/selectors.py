@@ -137,12 +137,17 @@ def document_list_with_counts(*, corpus: Corpus) -> QuerySet[Document]:
     return document_list(corpus=corpus).annotate(passage_count=Count("passages"), embedded_count=embedded)
 
 
+def embedded_passage_count(*, corpus: Corpus) -> int:
+    """The corpus's passages embedded by the configured model (0 without one)."""
+    embedder = get_embedder_or_none()
+    return Passage.objects.filter(corpus=corpus, embedding_model=embedder.name).count() if embedder else 0
+
+
 def corpus_stats(*, corpus: Corpus) -> dict[str, Any]:
     """Counts a user sees for a corpus, including how far background embedding has got."""
     embedder = get_embedder_or_none()
-    passages = Passage.objects.filter(corpus=corpus)
-    embedded = passages.filter(embedding_model=embedder.name).count() if embedder else 0
-    total = passages.count()
+    embedded = embedded_passage_count(corpus=corpus)
+    total = Passage.objects.filter(corpus=corpus).count()
     return {
         "corpus_id": corpus.pk,
         "name": corpus.name,
