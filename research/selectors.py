@@ -1,5 +1,6 @@
-"""Reads of research reports, each applying visibility: a report is seen by its creator only
-(and by superusers); everyone else gets the not-found error a missing report gets."""
+"""Reads of research reports, each applying visibility: a report is seen by its creator only,
+superusers included (they read other people's in the admin); everyone else gets the not-found
+error a missing report gets."""
 
 from collections.abc import Iterable
 from typing import Any
@@ -20,9 +21,7 @@ def report_list(
 ) -> QuerySet[ResearchReport]:
     if not user.is_authenticated:
         return ResearchReport.objects.none()
-    queryset = ResearchReport.objects.select_related("corpus")
-    if not user.is_superuser:
-        queryset = queryset.filter(creator=user)
+    queryset = ResearchReport.objects.select_related("corpus").filter(creator=user)
     if corpus is not None:
         queryset = queryset.filter(corpus=corpus)
     if status is not None:

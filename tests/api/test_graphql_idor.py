@@ -2,6 +2,8 @@
 the answer for an object that does not exist, so B cannot even learn that A's objects exist."""
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
 
 from accounts.models import ApiToken
 from accounts.services import api_token_create
@@ -12,7 +14,7 @@ from corpora.services import corpus_create
 from notifications.models import Notification
 from research.models import ReportStatus, ResearchReport
 from research.services import report_start
-from tests.api.conftest import gid, without_locations
+from tests.api.conftest import GraphQL, gid, without_locations
 
 MISSING = 10**9  # a primary key no object has
 
@@ -204,3 +206,15 @@ def test_malformed_ids_get_the_same_answer_for_everyone(gql, other_gql, a_object
     assert without_locations(gql(query, {"id": "junk"})) == without_locations(
         other_gql(query, {"id": "junk"})
     )
+
+
+def test_a_superuser_reads_no_one_elses_report_through_the_api_or_the_page(a_objects, completed_report):
+    admin = get_user_model().objects.create_superuser(username="root", password="pw-root-123")
+    admin_gql = GraphQL(Client(), token=api_token_create(user=admin, name="ops").secret)
+    report_id = gid("ResearchReport", completed_report.pk)
+    assert admin_gql.data(READS["researchReport"][1], {"id": report_id}) == {"researchReport": None}
+    listed = admin_gql.data("{ researchReports { edges { node { id } } } }")
+    assert listed == {"researchReports": {"edges": []}}
+    client = Client()
+    client.force_login(admin)
+    assert client.get(f"/reports/{completed_report.slug}/").status_code == 404
