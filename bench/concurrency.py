@@ -123,6 +123,8 @@ def base_env(database_url: str, broker_url: str) -> dict[str, str]:
         # A worker runs with DEBUG off: no per-query SQL capture growing connection.queries.
         "DEBUG": "0",
         "RESEARCH_DATABASE_THREADS": str(WORKER_DATABASE_THREADS),
+        # One user starts all N runs: the per-user cap on active runs (3 by default) is lifted.
+        "RESEARCH_MAX_ACTIVE_RUNS_PER_USER": "0",
     }
 
 

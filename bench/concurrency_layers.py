@@ -80,6 +80,7 @@ def setup_django(database_url: str, model_url: str, n: int) -> None:
             "LLM_BASE_URL": model_url,
             "LLM_API_KEY": "x",
             "RESEARCH_INPROCESS_WORKERS": str(n + 1),
+            "RESEARCH_MAX_ACTIVE_RUNS_PER_USER": "0",  # one user starts all N runs
         }
     )
     os.environ.pop("CELERY_BROKER_URL", None)  # runs go to the in-process pool on the run loop
