@@ -152,3 +152,18 @@ def test_research_on_someone_elses_corpus_is_not_found(other_user, corpus):
     bob.force_login(other_user)
     assert bob.post(reverse("research:report-new", args=[corpus.pk]), {"prompt": "x"}).status_code == 404
     assert not ResearchReport.objects.exists()
+
+
+def test_warnings_are_shown_plainly_and_escaped(browser, user, corpus):
+    report = queued_report(
+        user,
+        corpus,
+        "Liability caps",
+        status=ReportStatus.COMPLETED,
+        warnings=["the time limit ended the sweep after 40 of 61 documents", "<b>quote</b> removed"],
+    )
+    page = browser.get(reverse("research:report-detail", args=[report.slug])).content.decode()
+    section = page.split('<section class="warnings"', 1)[1].split("</section>", 1)[0]
+    assert "2 warnings" in section and "<details" not in section
+    assert "<li>the time limit ended the sweep after 40 of 61 documents</li>" in section
+    assert "&lt;b&gt;quote&lt;/b&gt; removed" in section
