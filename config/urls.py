@@ -22,4 +22,5 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("reports/", include("research.urls")),
     path("corpora/", include("corpora.urls")),
+    path("notifications/", include("notifications.urls")),
 ]

@@ -12,6 +12,10 @@ class ReportNotFound(ResearchError):
     code = "report_not_found"
 
 
+class ReportFilterInvalid(ResearchError):
+    code = "status_filter_invalid"
+
+
 class PromptInvalid(ResearchError):
     code = "prompt_invalid"
 

@@ -6,14 +6,36 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import QuerySet
+from django.db.models import Func, IntegerField, QuerySet
 
 from corpora.models import Corpus, Passage
 from research.citations import CitablePassage
-from research.exceptions import ReportNotFound
-from research.models import ReportStatus, ResearchReport
+from research.exceptions import ReportFilterInvalid, ReportNotFound
+from research.models import ACTIVE_STATUSES, ReportStatus, ResearchReport
 
 User = AbstractBaseUser | AnonymousUser
+
+# The reports list's status filter: "running" is every status of a run that has not ended.
+REPORT_STATUS_FILTERS: dict[str, tuple[str, ...] | None] = {
+    "all": None,
+    "running": ACTIVE_STATUSES,
+    "completed": (ReportStatus.COMPLETED,),
+    "failed": (ReportStatus.FAILED,),
+    "cancelled": (ReportStatus.CANCELLED,),
+}
+# What a row of the reports list shows; the heavy columns (findings, logs, content) stay unread.
+_LIST_ROW_FIELDS = ("slug", "title", "status", "depth", "created", "completed_at", "corpus__name")
+
+
+class _JSONArrayLength(Func):
+    """The length of a JSON array column counted by the database, so that a list of reports
+    need not load every report's findings to count them."""
+
+    function = "JSON_ARRAY_LENGTH"
+    output_field = IntegerField()
+
+    def as_postgresql(self, compiler, connection, **extra_context):
+        return self.as_sql(compiler, connection, function="JSONB_ARRAY_LENGTH", **extra_context)
 
 
 def report_list(
@@ -29,6 +51,23 @@ def report_list(
             return ResearchReport.objects.none()
         queryset = queryset.filter(status=status)
     return queryset
+
+
+def report_list_rows(*, user: User, status_filter: str = "all") -> QuerySet[ResearchReport]:
+    """The user's reports as the reports list shows them, newest first, with `findings_count`;
+    `status_filter` is a key of REPORT_STATUS_FILTERS."""
+    if status_filter not in REPORT_STATUS_FILTERS:
+        choices = ", ".join(REPORT_STATUS_FILTERS)
+        raise ReportFilterInvalid(f"Unknown status filter; choose one of: {choices}.", field="status")
+    queryset = report_list(user=user)
+    statuses = REPORT_STATUS_FILTERS[status_filter]
+    if statuses is not None:
+        queryset = queryset.filter(status__in=statuses)
+    return (
+        queryset.only(*_LIST_ROW_FIELDS)
+        .annotate(findings_count=_JSONArrayLength("findings"))
+        .order_by("-created", "-pk")
+    )
 
 
 def report_get(*, user: User, report_id: int | None = None, slug: str | None = None) -> ResearchReport:

@@ -1,9 +1,17 @@
 from django.urls import path
 
-from research.views import report_cancel_view, report_detail, report_new, report_progress, report_resume_view
+from research.views import (
+    report_cancel_view,
+    report_detail,
+    report_list_page,
+    report_new,
+    report_progress,
+    report_resume_view,
+)
 
 app_name = "research"
 urlpatterns = [
+    path("", report_list_page, name="report-list"),
     path("new/<int:corpus_id>/", report_new, name="report-new"),
     path("<slug:slug>/", report_detail, name="report-detail"),
     path("<slug:slug>/progress.json", report_progress, name="report-progress"),

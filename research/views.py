@@ -1,9 +1,11 @@
 """The report page: server-rendered, sanitized, visible to the report's creator only; while a
 run goes on it follows the run's progress (polling a JSON view, no reload), with Cancel, and
-Resume for a failed or cancelled report."""
+Resume for a failed or cancelled report. And the reports list: one's own reports, newest first,
+paginated, filtered by status."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
@@ -14,14 +16,30 @@ from config.exceptions import ApplicationError
 from config.ratelimit import rate, rate_limit_hit
 from corpora.exceptions import CorpusNotFound
 from corpora.selectors import corpus_get_for_user
-from research.exceptions import ReportNotFound
+from research.exceptions import ReportFilterInvalid, ReportNotFound
 from research.models import ReportStatus
 from research.pages import report_body_html, report_sources
-from research.selectors import report_get, report_progress_summary
+from research.selectors import REPORT_STATUS_FILTERS, report_get, report_list_rows, report_progress_summary
 from research.services import report_cancel, report_resume, report_start
 
 # The run's position, as the API's `progress` names it.
 PROGRESS_FIELDS = ("phase", "level", "levels", "documents_swept", "documents_total", "direction")
+REPORTS_PER_PAGE = 25
+
+
+@login_required
+@require_GET
+def report_list_page(request: HttpRequest) -> HttpResponse:
+    status_filter = request.GET.get("status") or "all"
+    context = {"filters": list(REPORT_STATUS_FILTERS), "status_filter": status_filter, "page": None}
+    try:
+        rows = report_list_rows(user=request.user, status_filter=status_filter)
+    except ReportFilterInvalid as error:
+        context.update(status_filter=None, error=f"{error.message} ({error.code})")
+        return render(request, "research/report_list.html", context, status=400)
+    context["page"] = Paginator(rows, REPORTS_PER_PAGE).get_page(request.GET.get("page"))
+    context["page_query"] = f"status={status_filter}&" if status_filter != "all" else ""
+    return render(request, "research/report_list.html", context)
 
 
 @login_required

@@ -1,0 +1,66 @@
+"""The notifications pages: the signed-in user's notifications, newest first, each linking to
+its report, with Mark read and Mark all read (through the service the GraphQL mutation uses);
+and the tiny JSON view the nav's bell polls for its unread count. Only one's own: another
+user's notification is a 404 and stays as it was."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.template.defaultfilters import pluralize
+from django.urls import reverse
+from django.utils.cache import add_never_cache_headers
+from django.views.decorators.http import require_GET, require_POST
+
+from notifications.exceptions import NotificationNotFound
+from notifications.selectors import notification_get, notification_inbox, notification_unread_count
+from notifications.services import notifications_mark_read
+
+NOTIFICATIONS_PER_PAGE = 25
+
+
+@login_required
+@require_GET
+def notification_list_page(request: HttpRequest) -> HttpResponse:
+    page = Paginator(notification_inbox(user=request.user), NOTIFICATIONS_PER_PAGE).get_page(
+        request.GET.get("page")
+    )
+    return render(request, "notifications/notification_list.html", {"page": page})
+
+
+@login_required
+@require_GET
+def notification_unread(request: HttpRequest) -> JsonResponse:
+    """What the bell polls (static/notifications/bell.js)."""
+    response = JsonResponse({"unread": notification_unread_count(user=request.user)})
+    add_never_cache_headers(response)
+    return response
+
+
+@login_required
+@require_POST
+def notification_read(request: HttpRequest, notification_id: int) -> HttpResponse:
+    try:
+        notification = notification_get(user=request.user, notification_id=notification_id)
+    except NotificationNotFound as exc:
+        raise Http404("notification not found") from exc
+    notifications_mark_read(user=request.user, ids=[notification.pk])
+    return _back_to_list(request)
+
+
+@login_required
+@require_POST
+def notification_read_all(request: HttpRequest) -> HttpResponse:
+    marked = notifications_mark_read(user=request.user)
+    messages.success(request, f"{marked} notification{pluralize(marked)} marked read.")
+    return _back_to_list(request)
+
+
+def _back_to_list(request: HttpRequest) -> HttpResponse:
+    """The page of the list the form was on (a number, or the first page)."""
+    url = reverse("notifications:list")
+    page = request.POST.get("page", "")
+    if page.isascii() and page.isdigit() and page != "1":
+        url = f"{url}?page={int(page)}"
+    return redirect(url)
