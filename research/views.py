@@ -8,6 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_GET, require_POST
@@ -17,6 +18,7 @@ from config.ratelimit import rate, rate_limit_hit
 from corpora.exceptions import CorpusNotFound
 from corpora.selectors import corpus_get_for_user
 from research.exceptions import ReportFilterInvalid, ReportNotFound
+from research.exports import report_export_filename, report_json_export, report_markdown_export
 from research.models import ReportStatus
 from research.pages import report_body_html, report_sources
 from research.selectors import REPORT_STATUS_FILTERS, report_get, report_list_rows, report_progress_summary
@@ -52,6 +54,36 @@ def report_detail(request: HttpRequest, slug: str) -> HttpResponse:
         "findings_count": len(report.findings),
     }
     return render(request, "research/report_detail.html", context)
+
+
+@login_required
+@require_GET
+def report_export_markdown(request: HttpRequest, slug: str) -> HttpResponse:
+    """The report as a Markdown file (footnotes and Sources with their quotes)."""
+    report = _own(request, slug)
+    text = report_markdown_export(report, url=_absolute(request, report))
+    return _download(HttpResponse(text, content_type="text/markdown; charset=utf-8"), report, "md")
+
+
+@login_required
+@require_GET
+def report_export_json(request: HttpRequest, slug: str) -> HttpResponse:
+    """The report with its findings, citations, warnings and model usage as a JSON file."""
+    report = _own(request, slug)
+    data = report_json_export(report, url=_absolute(request, report))
+    return _download(JsonResponse(data, json_dumps_params={"indent": 2}), report, "json")
+
+
+def _absolute(request: HttpRequest, report) -> str:
+    return request.build_absolute_uri(reverse("research:report-detail", args=[report.slug]))
+
+
+def _download(response: HttpResponse, report, extension: str) -> HttpResponse:
+    response["Content-Disposition"] = f'attachment; filename="{report_export_filename(report, extension)}"'
+    # Private: what a report holds is its creator's; a running report's export changes.
+    add_never_cache_headers(response)
+    response["Cache-Control"] += ", private"
+    return response
 
 
 @login_required

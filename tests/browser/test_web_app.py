@@ -2,12 +2,13 @@
 server): sign in, create a corpus, upload two documents (one PDF), search, start research,
 watch the report page follow the run to COMPLETED with no reload by the user, open a
 footnote's cited passage in the side panel with the quote highlighted, follow it to the document
-view at that passage, sign out.
+view at that passage, download the Markdown export, sign out.
 
 Chromium is Debian's (`apt-get install chromium`, as .ci/run does), never a browser download."""
 
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -87,6 +88,16 @@ def test_a_user_researches_a_corpus_in_the_browser(live_server, browser_page, tm
     assert focus.locator("mark").inner_text().strip() == quote
     assert focus.evaluate("node => node.matches(':target')")
     page.go_back()
+
+    # Export: the Markdown file downloads with its footnotes and Sources; print hides the site
+    with page.expect_download() as download:
+        page.click(".exports >> text=Markdown")
+    exported = Path(download.value.path()).read_text()
+    assert download.value.suggested_filename.endswith(".md")
+    assert "## Sources" in exported and quote.split()[0] in exported
+    page.emulate_media(media="print")
+    assert not page.is_visible("nav.site") and not page.is_visible("text=Print or save as PDF")
+    page.emulate_media(media="screen")
 
     # Home lists the report; sign out
     page.click("nav.site >> text=Home")

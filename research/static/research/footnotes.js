@@ -2,8 +2,25 @@
 // quote highlighted), its document and page, and a link to the document view at that passage.
 // The panel shows a copy of the Sources entry's own nodes (rendered and escaped by the server),
 // never HTML built from strings. Without this script the footnote jumps to the Sources list.
+// And printing: the Print button prints the page, with every cited passage unfolded.
 (function () {
   "use strict";
+  var opened = [];
+  window.addEventListener("beforeprint", function () {
+    opened = Array.prototype.filter.call(document.querySelectorAll("ol.sources details"), function (d) {
+      return !d.open;
+    });
+    opened.forEach(function (d) { d.open = true; });
+  });
+  window.addEventListener("afterprint", function () {
+    opened.forEach(function (d) { d.open = false; });
+    opened = [];
+  });
+  var printButton = document.querySelector("[data-print]");
+  if (printButton) {
+    printButton.addEventListener("click", function () { window.print(); });
+  }
+
   var panel = document.getElementById("source-panel");
   if (!panel) {
     return;

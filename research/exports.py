@@ -1,0 +1,44 @@
+"""A report exported as its reader takes it away: Markdown (the report as written, its footnotes
+and Sources block with each cited quote, and a line saying where it came from) or JSON (the
+report with its findings, citations, warnings and model usage, for other tools)."""
+
+from typing import Any
+
+from django.utils.text import slugify
+
+from research.models import ResearchReport
+
+EXPORT_FIELDS = ("slug", "title", "prompt", "status", "depth", "strategy", "rubric")
+TIMES = ("created", "started_at", "completed_at")
+
+
+def report_export_filename(report: ResearchReport, extension: str) -> str:
+    """A filename safe in any Content-Disposition: the slug's ASCII letters, digits and dashes."""
+    return f"{slugify(report.slug)[:100] or 'report'}.{extension}"
+
+
+def report_markdown_export(report: ResearchReport, *, url: str) -> str:
+    """The report's Markdown as its page renders it, footnotes and Sources included, with a
+    last line naming the corpus, status, depth, end time and the page's address."""
+    ended = f", finished {report.completed_at:%Y-%m-%d %H:%M} UTC" if report.completed_at else ""
+    origin = (
+        f"Research report on {report.corpus.name}: {report.get_status_display().lower()}, "
+        f"depth {report.depth}{ended}. {url}"
+    )
+    body = report.content.rstrip() or f"# {report.title}\n\nThis report has no content yet."
+    return f"{body}\n\n---\n\n{origin}\n"
+
+
+def report_json_export(report: ResearchReport, *, url: str) -> dict[str, Any]:
+    return {
+        **{name: getattr(report, name) for name in EXPORT_FIELDS},
+        **{name: value.isoformat() if (value := getattr(report, name)) else None for name in TIMES},
+        "url": url,
+        "corpus": {"id": report.corpus_id, "name": report.corpus.name},
+        "markdown": report.content,
+        "findings": report.findings,
+        "citations": report.citations,
+        "warnings": report.warnings,
+        "error": report.error,
+        "model_usage": report.model_usage,
+    }
