@@ -107,6 +107,8 @@ def test_another_user_gets_404_from_every_page(live_server, world, browser_page)
     urls = [
         *_urls(world).values(),
         reverse("research:report-progress", args=[report.slug]),
+        reverse("research:report-export-markdown", args=[report.slug]),
+        reverse("research:report-export-json", args=[report.slug]),
     ]
     posts = [
         reverse("research:report-cancel", args=[report.slug]),
