@@ -13,6 +13,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
 from research.engine.run import report_fail_unstarted, report_run_async, report_salvage_on_timeout
+from research.retention import reports_purge
 from research.runloop import database, run_loop
 from research.services import reports_reap_stalled
 
@@ -98,3 +99,13 @@ def research_enqueue(*, report_id: int, time_limit_seconds: int, delay_seconds: 
 def reap_stalled_reports() -> dict[str, int]:
     """Beat job (every minute): resume or end research runs whose worker stopped."""
     return reports_reap_stalled()
+
+
+@shared_task(name="research.purge_expired", ignore_result=True)
+def purge_expired_reports() -> dict[str, int]:
+    """Beat job (daily): delete what REPORT_RETENTION_DAYS lets go; nothing when it is 0."""
+    days = settings.REPORT_RETENTION_DAYS
+    if days <= 0:
+        return {"reports": 0, "notifications": 0}
+    result = reports_purge(days=days)
+    return {"reports": len(result.reports), "notifications": result.notifications}

@@ -232,6 +232,9 @@ RESEARCH_TOKEN_LIMIT = env_int("RESEARCH_TOKEN_LIMIT", 5_000_000)
 RESEARCH_TIME_LIMIT_SECONDS = env_int("RESEARCH_TIME_LIMIT_SECONDS", 30 * 60)
 # Research runs one user may have queued or running at once, across corpora (0: no cap).
 RESEARCH_MAX_ACTIVE_RUNS_PER_USER = env_int("RESEARCH_MAX_ACTIVE_RUNS_PER_USER", 3)
+# Days to keep finished reports (and read notifications); 0 keeps them forever. A daily beat
+# task and `manage.py purge` delete older ones (research/retention.py).
+REPORT_RETENTION_DAYS = env_int("REPORT_RETENTION_DAYS", 0)
 # A worker holds a run's lease this long past its last step; a redelivered task may take over
 # a run whose lease expired. The reaper resumes RUNNING reports with no progress for this long.
 RESEARCH_LEASE_SECONDS = env_int("RESEARCH_LEASE_SECONDS", 600)
