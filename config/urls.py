@@ -22,5 +22,6 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("reports/", include("research.urls")),
     path("corpora/", include("corpora.urls")),
+    path("corpora/", include("conversations.urls")),
     path("notifications/", include("notifications.urls")),
 ]

@@ -14,7 +14,7 @@ from config.exceptions import ApplicationError
 from conversations.agent import ChatDeps, chat_agent
 from conversations.models import ChatMessage, Conversation, MessageRole
 from conversations.offline import OFFLINE_CHAT_MODEL_NAME, offline_chat_model
-from conversations.services import MessageInvalid, chat_message_append, conversation_create
+from conversations.services import MESSAGE_MAX_CHARS, MessageInvalid, chat_message_append, conversation_create
 from corpora.models import Corpus
 from llms.prompts import chat_user_prompt
 from llms.providers import OFFLINE, ChosenModel, Engine, configured_model
@@ -42,8 +42,9 @@ def chat_turn(
 ) -> ChatTurn:
     """The caller has checked that the user may read `corpus` and owns `conversation`."""
     content = (content or "").strip()
-    if not content:
-        raise MessageInvalid("a message is 1 to 20,000 characters", field="content")
+    if not content or len(content) > MESSAGE_MAX_CHARS:
+        # Checked before the turn, which would first create the new conversation.
+        raise MessageInvalid(f"a message is 1 to {MESSAGE_MAX_CHARS:,} characters", field="content")
     if conversation is None:
         conversation = conversation_create(
             creator=user, corpus=corpus, title=" ".join(content.split())[:CHAT_TITLE_CHARS]

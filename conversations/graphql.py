@@ -13,7 +13,6 @@ from config.graphql.pagination import BoundedConnectionField
 from conversations.chat import ConversationNotFound, chat_turn
 from conversations.models import ChatMessage, Conversation, MessageRole
 from conversations.selectors import conversation_list
-from conversations.services import MESSAGE_MAX_CHARS, MessageInvalid
 from corpora.graphql import CorpusNode, corpora_with_counts
 from research.graphql import ResearchReportNode
 
@@ -103,9 +102,6 @@ class SendChatMessage(BaseMutation):
             conversation = conversation_list(user=user).filter(pk=pk, corpus=corpus).first()
             if conversation is None:
                 raise ConversationNotFound("conversation not found", field="conversation_id")
-        if len(content.strip()) > MESSAGE_MAX_CHARS:
-            # Checked before the turn, which would first create the new conversation.
-            raise MessageInvalid(f"a message is 1 to {MESSAGE_MAX_CHARS:,} characters", field="content")
         turn = chat_turn(user=user, corpus=corpus, content=content, conversation=conversation)
         return {
             "conversation": turn.conversation,

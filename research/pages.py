@@ -2,6 +2,7 @@
 markers to links, and each source with its passage and the quoted words highlighted."""
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,10 +74,17 @@ def report_body_html(report: ResearchReport) -> str:
         anchored.add(number)
         return f'<sup id="ref-{number}">{link}</sup>'
 
-    # Markup in the report's text (a document's "<b>", a model's tags) is shown as text, never
-    # parsed: only markdown and our own footnote markers become HTML.
-    escaped = body.replace("<", "&lt;")
-    rendered = markdown.markdown(_MARKER.sub(marker, escaped), extensions=["tables", "sane_lists"])
+    return markdown_html(body, markers=lambda escaped: _MARKER.sub(marker, escaped))
+
+
+def markdown_html(text: str, *, markers: Callable[[str], str] | None = None) -> str:
+    """Markdown from a model or a document as safe HTML. Markup in the text (a document's "<b>",
+    a model's tags) is shown as text, never parsed: only markdown (and, through `markers`, our
+    own footnote links) becomes HTML, and nh3 keeps only the tags and URL schemes allowed."""
+    escaped = text.replace("<", "&lt;")
+    if markers is not None:
+        escaped = markers(escaped)
+    rendered = markdown.markdown(escaped, extensions=["tables", "sane_lists"])
     return nh3.clean(
         rendered,
         tags=_ALLOWED_TAGS,
