@@ -30,6 +30,9 @@ _SECOND_QUESTION = re.compile(
     r"could|should|will|would)\b)",
     re.IGNORECASE,
 )
+_FRAMED_PAIR = re.compile(
+    r"^(?P<frame>(?:what|which)\s+(?:are|is|were|was)\s+)(?P<rest>[^?]+)\?$", re.IGNORECASE
+)
 _ENUMERATION = re.compile(r",\s*(?:and\s+|or\s+)?|\s+and\s+(?=[^,]*$)", re.IGNORECASE)
 _SENTENCE_END = re.compile(
     r"(?<=[.!?;:])\s+(?=[\"'(\[]?[A-Z0-9])|\n\s*\n|\n(?=\s*(?:[-*\u2022]|\(?[a-z0-9]{1,3}[.)])\s)"
@@ -52,13 +55,33 @@ def plan_questions(prompt: str, breadth: int) -> list[str]:
     for segment in segments:
         segment = _LEAD_IN.sub("", segment, count=1).strip(" .,:;")
         items = [i.strip(" .,:;") for i in _ENUMERATION.split(segment)]
-        is_enumeration = "?" not in segment and len(items) >= 3 and all(0 < len(words(i)) <= 6 for i in items)
-        for item in items if is_enumeration else [segment]:
+        # Two items are two subjects only when each names one in two words or more ("the
+        # liability caps and the termination rights", not "terms and conditions of renewal").
+        is_enumeration = (
+            "?" not in segment
+            and all(0 < len(words(i)) <= 6 for i in items)
+            and (len(items) >= 3 or (len(items) == 2 and all(len(content_words(i)) >= 2 for i in items)))
+        )
+        parts = items if is_enumeration else _framed_pair(segment) or [segment]
+        for item in parts:
             if item and content_words(item) and item.lower() not in {q.lower() for q in questions}:
                 questions.append(item)
     if not questions and prompt.strip():
         questions = [" ".join(prompt.split())[:300]]
     return questions[: max(1, breadth)]
+
+
+def _framed_pair(segment: str) -> list[str] | None:
+    """ "What are the liability caps and the termination rights?" asks two questions: "What are
+    the liability caps?" and "What are the termination rights?" (each subject two words or more,
+    as for an enumeration)."""
+    match = _FRAMED_PAIR.match(segment)
+    if match is None:
+        return None
+    pair = [p.strip(" ,") for p in re.split(r"\s+and\s+", match["rest"], flags=re.IGNORECASE)]
+    if len(pair) != 2 or not all(len(words(p)) <= 6 and len(content_words(p)) >= 2 for p in pair):
+        return None
+    return [f"{match['frame']}{p}?" for p in pair]
 
 
 # Words that frame a question rather than name its subject ("what happens on termination?").

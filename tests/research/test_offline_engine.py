@@ -24,6 +24,19 @@ from research.engine.text import best_sentences, plan_questions, sentences
         ),
         ("Investigate:\n- data retention\n- breach notification", ["data retention", "breach notification"]),
         ("terms and conditions of renewal", ["terms and conditions of renewal"]),
+        (
+            "Please research the liability caps and the termination rights",
+            ["the liability caps", "the termination rights"],
+        ),
+        (
+            "What are the liability caps and the termination rights?",
+            ["What are the liability caps?", "What are the termination rights?"],
+        ),
+        ("What are the terms and conditions?", ["What are the terms and conditions?"]),
+        (
+            "research the rights and obligations of the supplier",
+            ["the rights and obligations of the supplier"],
+        ),
         ("Find out everything about the liability cap", ["the liability cap"]),
         (
             "Which contracts cap liability, and what happens on termination for convenience?",
