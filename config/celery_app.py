@@ -9,4 +9,4 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 
 app = Celery("deepcite")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.conf.imports = ("tasks.embeddings", "tasks.research")
+app.conf.imports = ("tasks.embeddings", "tasks.research", "tasks.webhooks")

@@ -8,9 +8,10 @@ from graphene_django import DjangoObjectType
 from config.graphql.errors import BaseMutation, require_user
 from config.graphql.ids import decode_ids
 from config.graphql.pagination import BoundedConnectionField
-from notifications.models import Notification
+from notifications.models import Notification, Webhook, WebhookFormat
 from notifications.selectors import notification_list
 from notifications.services import notifications_mark_read
+from notifications.webhooks import webhook_delete, webhook_set
 
 MARK_READ_MAX_IDS = 500
 
@@ -35,8 +36,26 @@ class NotificationNode(DjangoObjectType):
         return self.read_at is not None
 
 
+class WebhookType(DjangoObjectType):
+    format = graphene.String(required=True, description="json or slack")
+
+    class Meta:
+        model = Webhook
+        name = "Webhook"
+        fields = ("url", "enabled", "secret", "last_status", "last_error", "last_attempt_at")
+
+    def resolve_format(self, info) -> str:
+        return self.payload_format
+
+
 class NotificationsQuery(graphene.ObjectType):
     notifications = BoundedConnectionField(NotificationNode, unread_only=graphene.Boolean())
+    webhook = graphene.Field(WebhookType, description="Your webhook, if you configured one.")
+
+    def resolve_webhook(root, info):
+        if not info.context.user.is_authenticated:
+            return None
+        return Webhook.objects.filter(user=info.context.user).first()
 
     def resolve_notifications(root, info, unread_only=False, **kwargs):
         return notification_list(user=info.context.user, unread_only=bool(unread_only)).order_by(
@@ -57,5 +76,30 @@ class MarkNotificationsRead(BaseMutation):
         return {"marked": notifications_mark_read(user=user, ids=pks)}
 
 
+class SetWebhook(BaseMutation):
+    webhook = graphene.Field(WebhookType)
+
+    class Arguments:
+        url = graphene.String(required=True)
+        format = graphene.String(default_value=WebhookFormat.JSON, description="json or slack")
+        enabled = graphene.Boolean(default_value=True)
+
+    @classmethod
+    def perform(cls, root, info, url, format, enabled):
+        user = require_user(info)
+        return {"webhook": webhook_set(user=user, url=url, payload_format=format, enabled=enabled)}
+
+
+class DeleteWebhook(BaseMutation):
+    deleted = graphene.Boolean()
+
+    @classmethod
+    def perform(cls, root, info):
+        webhook_delete(user=require_user(info))
+        return {"deleted": True}
+
+
 class NotificationsMutation(graphene.ObjectType):
     mark_notifications_read = MarkNotificationsRead.Field()
+    set_webhook = SetWebhook.Field()
+    delete_webhook = DeleteWebhook.Field()

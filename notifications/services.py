@@ -6,6 +6,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
 
 from notifications.models import Notification, NotificationKind
+from notifications.webhooks import webhook_schedule
 
 REPORT_KIND_BY_STATUS = {
     "COMPLETED": NotificationKind.RESEARCH_REPORT_COMPLETED,
@@ -17,6 +18,7 @@ REPORT_KIND_BY_STATUS = {
 def notification_create_for_report(*, report) -> Notification:
     """Tell the creator that a report reached a terminal status. Called inside the transaction
     that finalizes the report, so the two are written together or not at all."""
+    webhook_schedule(user_id=report.creator_id, report_id=report.pk)  # sent once this commits
     return Notification.objects.create(
         recipient_id=report.creator_id,
         kind=REPORT_KIND_BY_STATUS[report.status],

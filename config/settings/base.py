@@ -165,7 +165,11 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # -Q takes both. The reaper goes with the research runs, the embedding sweep with the batches.
 CELERY_TASK_QUEUES = (Queue("research"), Queue("embedding"))
 CELERY_TASK_DEFAULT_QUEUE = "research"
-CELERY_TASK_ROUTES = {"research.*": {"queue": "research"}, "corpora.*": {"queue": "embedding"}}
+CELERY_TASK_ROUTES = {
+    "research.*": {"queue": "research"},
+    "notifications.*": {"queue": "research"},
+    "corpora.*": {"queue": "embedding"},
+}
 # Survives a broker restart with unacknowledged messages in hand (see tasks/worker.py).
 CELERY_WORKER_CONSUMER = "tasks.worker:Consumer"
 # A run in progress keeps running through a lost broker connection (its lease keeps it safe).
@@ -232,6 +236,14 @@ RESEARCH_TOKEN_LIMIT = env_int("RESEARCH_TOKEN_LIMIT", 5_000_000)
 RESEARCH_TIME_LIMIT_SECONDS = env_int("RESEARCH_TIME_LIMIT_SECONDS", 30 * 60)
 # Research runs one user may have queued or running at once, across corpora (0: no cap).
 RESEARCH_MAX_ACTIVE_RUNS_PER_USER = env_int("RESEARCH_MAX_ACTIVE_RUNS_PER_USER", 3)
+# Outgoing webhooks (notifications/webhooks.py): per-attempt timeout, retries after the first
+# attempt, the first retry's delay (doubling after), and whether private addresses are allowed.
+WEBHOOK_TIMEOUT_SECONDS = env_float("WEBHOOK_TIMEOUT_SECONDS", 10.0)
+WEBHOOK_MAX_RETRIES = env_int("WEBHOOK_MAX_RETRIES", 5)
+WEBHOOK_RETRY_BACKOFF_SECONDS = env_float("WEBHOOK_RETRY_BACKOFF_SECONDS", 30.0)
+WEBHOOK_ALLOW_PRIVATE_ADDRESSES = env_bool("WEBHOOK_ALLOW_PRIVATE_ADDRESSES", False)
+# This site's address as its users reach it, for links sent out of it (webhooks).
+SITE_URL = env_str("SITE_URL", "http://127.0.0.1:8000")
 # Days to keep finished reports (and read notifications); 0 keeps them forever. A daily beat
 # task and `manage.py purge` delete older ones (research/retention.py).
 REPORT_RETENTION_DAYS = env_int("REPORT_RETENTION_DAYS", 0)
