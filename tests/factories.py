@@ -109,3 +109,12 @@ def queued_report(user, corpus, title: str = "Waiting for a worker", **fields) -
         time_limit_seconds=300,
         **fields,
     )
+
+
+def signed_in(user):
+    """A test client signed in as `user` (Django's session, as the pages use)."""
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    return client

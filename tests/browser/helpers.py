@@ -5,8 +5,17 @@ import shutil
 import threading
 from pathlib import Path
 
+import pytest
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 PASSWORD = "a-long-browser-password"
+# Every browser test: a live server whose threads see the test's rows, and Debian's chromium.
+BROWSER_TEST = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        shutil.which("chromium") is None, reason="needs Debian's chromium (apt-get install chromium)"
+    ),
+]
 
 
 def sign_in(page, base_url: str, username: str = "alice") -> None:

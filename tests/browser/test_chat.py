@@ -3,21 +3,15 @@ and, without reloading, see the note with the report's link arrive when the run 
 axe-core finds no critical or serious violation on the chat page; a screenshot is kept."""
 
 import re
-import shutil
 
 import pytest
 
 from corpora.services import corpus_create
 from tests.browser.axe import serious_violations
-from tests.browser.helpers import screenshot, sign_in
+from tests.browser.helpers import BROWSER_TEST, screenshot, sign_in
 from tests.factories import ingest_samples
 
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        shutil.which("chromium") is None, reason="needs Debian's chromium (apt-get install chromium)"
-    ),
-]
+pytestmark = BROWSER_TEST
 
 
 @pytest.fixture

@@ -3,21 +3,15 @@ a result per file, a drop over the size limit is said before anything is sent, a
 renames, shares, stops sharing and deletes the corpus from the page."""
 
 import re
-import shutil
 
 import pytest
 from django.contrib.auth import get_user_model
 
 from corpora.services import corpus_create
-from tests.browser.helpers import sign_in
+from tests.browser.helpers import BROWSER_TEST, sign_in
 from tests.factories import ACME_SUPPLY, INITECH_LICENSE
 
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        shutil.which("chromium") is None, reason="needs Debian's chromium (apt-get install chromium)"
-    ),
-]
+pytestmark = BROWSER_TEST
 
 DROP = """([files]) => {
   const transfer = new DataTransfer();

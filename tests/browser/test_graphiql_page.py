@@ -2,19 +2,12 @@
 settings read from data attributes, no inline script), and a query typed into it runs against
 /graphql; any policy violation is a console error, which fails the test (tests/browser/conftest.py)."""
 
-import shutil
-
 import pytest
 
 from config.graphql import view as graphql_view
-from tests.browser.helpers import sign_in
+from tests.browser.helpers import BROWSER_TEST, sign_in
 
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        shutil.which("chromium") is None, reason="needs Debian's chromium (apt-get install chromium)"
-    ),
-]
+pytestmark = BROWSER_TEST
 
 
 @pytest.fixture

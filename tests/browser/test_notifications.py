@@ -6,7 +6,6 @@ is a 404; the reports list's status filter narrows the list.
 
 Chromium is Debian's (`apt-get install chromium`, as .ci/run does), never a browser download."""
 
-import shutil
 from types import SimpleNamespace
 
 import pytest
@@ -17,15 +16,10 @@ from notifications.models import Notification
 from notifications.services import notification_create_for_report
 from research.models import ReportStatus
 from tests.browser.axe import serious_violations
-from tests.browser.helpers import PASSWORD, in_a_thread, screenshot, sign_in
+from tests.browser.helpers import BROWSER_TEST, PASSWORD, in_a_thread, screenshot, sign_in
 from tests.factories import queued_report
 
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        shutil.which("chromium") is None, reason="needs Debian's chromium (apt-get install chromium)"
-    ),
-]
+pytestmark = BROWSER_TEST
 
 BELL = "#notification-bell .bell-count"
 # The tab hidden or shown again, as the browser reports it when the user switches tabs.

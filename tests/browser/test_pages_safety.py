@@ -5,7 +5,6 @@ log any blocked attempt as a console error, which fails the test too); another s
 gets 404 from every page and JSON view of it; and axe-core finds no critical or serious
 accessibility violation on the pages. Screenshots of the pages are kept as test artifacts."""
 
-import shutil
 import time
 from types import SimpleNamespace
 
@@ -19,15 +18,10 @@ from corpora.services import corpus_create
 from research.models import ResearchReport
 from research.services import report_start
 from tests.browser.axe import serious_violations
-from tests.browser.helpers import PASSWORD, in_a_thread, screenshot, sign_in
+from tests.browser.helpers import BROWSER_TEST, PASSWORD, in_a_thread, screenshot, sign_in
 from tests.factories import ingest_samples, ingest_text
 
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        shutil.which("chromium") is None, reason="needs Debian's chromium (apt-get install chromium)"
-    ),
-]
+pytestmark = BROWSER_TEST
 
 HOSTILE = """# Hostile <script>alert('title')</script> services agreement
 

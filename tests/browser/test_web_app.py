@@ -7,23 +7,17 @@ view at that passage, download the Markdown export, sign out.
 Chromium is Debian's (`apt-get install chromium`, as .ci/run does), never a browser download."""
 
 import re
-import shutil
 from pathlib import Path
 
 import pytest
 
 from corpora.services import corpus_create
 from research.services import report_cancel
-from tests.browser.helpers import in_a_thread, sign_in
+from tests.browser.helpers import BROWSER_TEST, in_a_thread, sign_in
 from tests.documents import pdf_bytes
 from tests.factories import ACME_SUPPLY, ingest_samples, queued_report
 
-pytestmark = [
-    pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(
-        shutil.which("chromium") is None, reason="needs Debian's chromium (apt-get install chromium)"
-    ),
-]
+pytestmark = BROWSER_TEST
 
 
 def test_a_user_researches_a_corpus_in_the_browser(live_server, browser_page, tmp_path):

@@ -8,13 +8,7 @@ from django.urls import reverse
 
 from corpora.models import Passage
 from corpora.services import corpus_create, corpus_share
-from tests.factories import ingest_samples, ingest_text
-
-
-def signed_in(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
+from tests.factories import ingest_samples, ingest_text, signed_in
 
 
 @pytest.fixture

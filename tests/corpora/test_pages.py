@@ -12,13 +12,7 @@ from corpora.selectors import corpus_shared_with
 from corpora.services import corpus_create, corpus_share
 from research.models import ReportStatus, ResearchReport
 from tests.documents import pdf_bytes
-from tests.factories import ACME_SUPPLY, INITECH_LICENSE, ingest_samples, queued_report
-
-
-def signed_in(user) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
+from tests.factories import ACME_SUPPLY, INITECH_LICENSE, ingest_samples, queued_report, signed_in
 
 
 @pytest.fixture
