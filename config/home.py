@@ -9,8 +9,8 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from corpora.selectors import corpus_list
-from notifications.selectors import notification_list
-from research.selectors import report_list
+from notifications.selectors import notification_inbox
+from research.selectors import report_list_rows
 
 RECENT_REPORTS = 20
 NOTIFICATIONS_SHOWN = 10
@@ -21,8 +21,9 @@ NOTIFICATIONS_SHOWN = 10
 def home(request: HttpRequest) -> HttpResponse:
     user = request.user
     corpora = corpus_list(user=user).annotate(document_count=Count("documents")).order_by("name")
-    reports = report_list(user=user).order_by("-created")[:RECENT_REPORTS]
-    unread = notification_list(user=user, unread_only=True).select_related("report")
+    # The rows' own columns only: a report's findings, logs and content stay unread here.
+    reports = report_list_rows(user=user)[:RECENT_REPORTS]
+    unread = notification_inbox(user=user).filter(read_at__isnull=True)
     context = {
         "corpora": corpora,
         "reports": reports,

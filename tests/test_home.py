@@ -11,7 +11,7 @@ from notifications.models import Notification
 from research.models import ReportStatus, ResearchReport
 from research.services import report_start
 from tasks.research import in_process_pool
-from tests.factories import ingest_samples
+from tests.factories import ingest_samples, queued_report
 
 
 @pytest.fixture
@@ -89,3 +89,15 @@ def test_titles_are_escaped(browser, user):
     corpus_create(creator=user, name="<img src=x onerror=alert(1)>")
     page = browser.get("/").content.decode()
     assert "<img src=x" not in page and "&lt;img src=x onerror=alert(1)&gt;" in page
+
+
+def test_home_reads_no_reports_heavy_columns(browser, user, corpus):
+    queued_report(user, corpus, "Light", status=ReportStatus.COMPLETED)
+    Notification.objects.create(
+        recipient=user, kind="RESEARCH_REPORT_COMPLETED", report=ResearchReport.objects.get()
+    )
+    context = browser.get(reverse("home")).context
+    [report] = context["reports"]
+    assert {"content", "findings", "tool_call_log", "citations"} <= report.get_deferred_fields()
+    [notification] = context["notifications"]
+    assert {"content", "findings"} <= notification.report.get_deferred_fields()
