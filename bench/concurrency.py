@@ -670,6 +670,9 @@ def choose_database(args: argparse.Namespace) -> tuple[str, str, str]:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
+    # Stopped (a test's timeout, Ctrl-C from a terminal's kill): unwind, so the worker process
+    # this started is stopped and the Redis database flushed on the way out.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     args = parse_args(argv)
     kind, why, database_url = choose_database(args)
     flush_redis(args.redis)
