@@ -9,7 +9,7 @@ from config.graphql.errors import BaseMutation, require_user
 from config.graphql.ids import decode_ids
 from config.graphql.pagination import BoundedConnectionField
 from notifications.models import Notification, Webhook, WebhookFormat
-from notifications.selectors import notification_list
+from notifications.selectors import notification_list, webhook_of
 from notifications.services import notifications_mark_read
 from notifications.webhooks import webhook_delete, webhook_set
 
@@ -53,9 +53,7 @@ class NotificationsQuery(graphene.ObjectType):
     webhook = graphene.Field(WebhookType, description="Your webhook, if you configured one.")
 
     def resolve_webhook(root, info):
-        if not info.context.user.is_authenticated:
-            return None
-        return Webhook.objects.filter(user=info.context.user).first()
+        return webhook_of(user=info.context.user)
 
     def resolve_notifications(root, info, unread_only=False, **kwargs):
         return notification_list(user=info.context.user, unread_only=bool(unread_only)).order_by(

@@ -3,8 +3,8 @@
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
 
-from notifications.exceptions import NotificationNotFound
-from notifications.models import Notification
+from notifications.exceptions import NotificationNotFound, WebhookNotFound
+from notifications.models import Notification, Webhook
 
 User = AbstractBaseUser | AnonymousUser
 
@@ -39,3 +39,17 @@ def notification_get(*, user: User, notification_id: int) -> Notification:
     if notification is None:
         raise NotificationNotFound("notification not found")
     return notification
+
+
+def webhook_of(*, user: User) -> Webhook | None:
+    """The user's webhook, or None (always None when signed out)."""
+    if not user.is_authenticated:
+        return None
+    return Webhook.objects.filter(user=user).first()
+
+
+def webhook_get(*, user: User) -> Webhook:
+    webhook = webhook_of(user=user)
+    if webhook is None:
+        raise WebhookNotFound("no webhook is configured")
+    return webhook

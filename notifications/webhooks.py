@@ -2,9 +2,13 @@
 configured (a summary, or a Slack/Discord-compatible message), sent after the run's transaction
 commits, by the worker (or a thread of this process without a broker), retried with backoff on
 network errors, 429 and 5xx, never followed through a redirect, never blocking or failing the
-run. URLs whose host resolves to a private, loopback, link-local or otherwise non-public address
-are refused when saved and again at each delivery (the connection goes to the address checked,
-so a name that changes its answer cannot slip through), unless WEBHOOK_ALLOW_PRIVATE_ADDRESSES.
+run. URLs whose host resolves to a private, loopback, link-local, multicast, reserved or otherwise
+non-public address are refused when saved and again at each delivery (the connection goes to the
+address checked, so a name that changes its answer cannot slip through), unless
+WEBHOOK_ALLOW_PRIVATE_ADDRESSES; cloud metadata addresses always. The address rule is PydanticAI's
+SSRF guard (pydantic_ai._ssrf, what its web_fetch common tool uses: it also decodes IPv4 hidden
+in IPv6 transition forms), joined with the standard library's is_global; the guard is a private
+module, so tests/notifications/test_webhooks.py pins its verdicts.
 
 Verifying a delivery: HMAC-SHA256, keyed with the webhook's secret, of
 `<X-Deepcite-Timestamp>.<raw body>`, hex, equals `X-Deepcite-Signature` after `sha256=`; refuse
@@ -30,26 +34,16 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
+from pydantic_ai._ssrf import is_cloud_metadata_ip, is_private_ip
 
-from config.exceptions import ApplicationError
+from notifications.exceptions import WebhookFormatInvalid, WebhookUrlInvalid, WebhookUrlPrivate
 from notifications.models import Webhook, WebhookFormat
+from notifications.selectors import webhook_get
 
 logger = logging.getLogger(__name__)
 
 EXCERPT_WORDS = 500
 USER_AGENT = "Deepcite-Webhook/1"
-
-
-class WebhookUrlInvalid(ApplicationError):
-    code = "webhook_url_invalid"
-
-
-class WebhookUrlPrivate(ApplicationError):
-    code = "webhook_url_private"
-
-
-class WebhookNotFound(ApplicationError):
-    code = "webhook_not_found"
 
 
 class DeliveryFailed(Exception):
@@ -69,9 +63,9 @@ class Target:
 def webhook_set(*, user: AbstractBaseUser, url: str, payload_format: str, enabled: bool = True) -> Webhook:
     """Create or change the user's webhook; its secret is made once and kept."""
     url = (url or "").strip()
-    resolve_target(url)
     if payload_format not in WebhookFormat.values:
-        raise WebhookUrlInvalid(f"format must be one of {', '.join(WebhookFormat.values)}", field="format")
+        raise WebhookFormatInvalid(f"format must be one of {', '.join(WebhookFormat.values)}", field="format")
+    resolve_target(url)
     webhook, _ = Webhook.objects.update_or_create(
         user=user,
         defaults={"url": url, "payload_format": payload_format, "enabled": enabled},
@@ -96,13 +90,6 @@ def webhook_delete(*, user: AbstractBaseUser) -> None:
     Webhook.objects.filter(user=user).delete()
 
 
-def webhook_get(*, user: AbstractBaseUser) -> Webhook:
-    webhook = Webhook.objects.filter(user_id=getattr(user, "pk", None)).first()
-    if webhook is None:
-        raise WebhookNotFound("no webhook is configured")
-    return webhook
-
-
 def resolve_target(url: str) -> Target:
     """The URL's parts and the public address to connect to, or a typed refusal."""
     parts = urlsplit(url)
@@ -115,17 +102,26 @@ def resolve_target(url: str) -> Target:
         infos = socket.getaddrinfo(parts.hostname, port, type=socket.SOCK_STREAM)
     except (OSError, ValueError, UnicodeError) as exc:
         raise WebhookUrlInvalid(f"cannot resolve {parts.hostname!r}", field="url") from exc
-    addresses = [info[4][0] for info in infos]
-    if not settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES:
-        for address in addresses:
-            if not ipaddress.ip_address(address.split("%", 1)[0]).is_global:
-                raise WebhookUrlPrivate(
-                    f"{parts.hostname!r} resolves to a non-public address ({address}); "
-                    "webhooks go to public addresses only",
-                    field="url",
-                )
+    addresses = list(dict.fromkeys(str(info[4][0]) for info in infos))
+    for address in addresses:  # every answer: the connection may go to any of them
+        if refused := address_refusal(address):
+            raise WebhookUrlPrivate(
+                f"{parts.hostname!r} resolves to {refused} ({address}); webhooks go to public addresses only",
+                field="url",
+            )
     path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     return Target(parts.scheme, parts.hostname, port, path, addresses[0])
+
+
+def address_refusal(address: str) -> str | None:
+    """Why a webhook may not connect to this IP address, or None when it may."""
+    if is_cloud_metadata_ip(address):
+        return "a cloud metadata address"  # even when private addresses are allowed
+    if settings.WEBHOOK_ALLOW_PRIVATE_ADDRESSES:
+        return None
+    if is_private_ip(address) or not ipaddress.ip_address(address.split("%", 1)[0]).is_global:
+        return "a non-public address"
+    return None
 
 
 # --- What is sent ---------------------------------------------------------------------------
@@ -185,16 +181,35 @@ def deliver(webhook: Webhook, payload: dict[str, Any]) -> int:
     return status
 
 
+class _PinnedHTTPConnection(http.client.HTTPConnection):
+    """Connects to the address checked, not to what the host name resolves to by now; the name
+    still makes the Host header."""
+
+    address = ""
+
+    def connect(self) -> None:
+        self.sock = socket.create_connection((self.address, self.port), self.timeout)
+
+
+class _PinnedHTTPSConnection(http.client.HTTPSConnection):
+    """The same over TLS: the certificate is verified for the host name (and SNI sent for it)."""
+
+    address = ""
+
+    def connect(self) -> None:
+        sock = socket.create_connection((self.address, self.port), self.timeout)
+        try:
+            self.sock = ssl.create_default_context().wrap_socket(sock, server_hostname=self.host)
+        except BaseException:
+            sock.close()
+            raise
+
+
 def _post(webhook: Webhook, body: bytes) -> int:
     target = resolve_target(webhook.url)  # checked again: the name may answer differently now
-    timeout = settings.WEBHOOK_TIMEOUT_SECONDS
-    sock = socket.create_connection((target.address, target.port), timeout=timeout)
-    if target.scheme == "https":
-        sock = ssl.create_default_context().wrap_socket(sock, server_hostname=target.host)
-        connection = http.client.HTTPSConnection(target.host, target.port, timeout=timeout)
-    else:
-        connection = http.client.HTTPConnection(target.host, target.port, timeout=timeout)
-    connection.sock = sock  # connected to the address checked above, not resolved again
+    kind = _PinnedHTTPSConnection if target.scheme == "https" else _PinnedHTTPConnection
+    connection = kind(target.host, target.port, timeout=settings.WEBHOOK_TIMEOUT_SECONDS)
+    connection.address = target.address
     try:
         headers = {
             "Content-Type": "application/json",
@@ -266,5 +281,6 @@ def webhook_schedule(*, user_id: int, report_id: int | None) -> bool:
             )
             thread.start()
 
-    transaction.on_commit(send)
+    # robust: a broker that cannot take the task is logged; the run that just committed stands.
+    transaction.on_commit(send, robust=True)
     return True

@@ -1,5 +1,6 @@
 """The webhook delivery task: one attempt per run of the task, retried with exponential
-backoff (notifications.webhooks.retry_delay) on network errors, 429 and 5xx."""
+backoff (notifications.webhooks.retry_delay) on network errors, 429 and 5xx, at most
+WEBHOOK_MAX_RETRIES times (read when it runs, so the setting wins over Celery's default of 3)."""
 
 from celery import shared_task
 from django.conf import settings
@@ -12,6 +13,9 @@ def deliver_webhook(self, webhook_id: int, report_id: int | None) -> int:
     try:
         return delivery_attempt(webhook_id, report_id)
     except DeliveryFailed as exc:
-        if self.request.retries >= settings.WEBHOOK_MAX_RETRIES:
-            return 0
-        raise self.retry(exc=exc, countdown=retry_delay(self.request.retries + 1)) from exc
+        retries = self.request.retries
+        if retries >= settings.WEBHOOK_MAX_RETRIES:
+            return 0  # given up; the webhook's last status says why
+        raise self.retry(
+            exc=exc, countdown=retry_delay(retries + 1), max_retries=settings.WEBHOOK_MAX_RETRIES
+        ) from exc

@@ -1,24 +1,26 @@
-"""Outgoing webhooks against a real local HTTP server: a finished report is POSTed signed (the
-test verifies the HMAC as a receiver would), retried after a 5xx or a timeout with backoff, not
-after a 4xx, never to a private address (refused when saved and again when sent), never holding
-up the run; the Slack/Discord format; the Celery task's retries; the page, its own user's only."""
+"""Outgoing webhooks against a real local HTTP(S) server: a finished report is POSTed signed (the
+test verifies the HMAC as a receiver would), retried after a 5xx, a 429 or a timeout with doubling
+backoff, not after another 4xx nor through a redirect; never to a private, multicast or reserved
+address (refused when saved and again when sent, the connection going to the address checked: DNS
+is the one outside thing faked, to rebind a name); never holding up the run, even with its endpoint
+or the broker down; the Slack/Discord format; the Celery task's retries, as many as the setting
+says; the page and the GraphQL mutations, each user's own only."""
 
-import hashlib
-import hmac
-import json
+import shutil
+import socket
+import ssl
+import subprocess
 import threading
 import time
-from http.server import BaseHTTPRequestHandler
 
 import pytest
 from django.test import Client
 
 from accounts.services import api_token_create
+from notifications.exceptions import WebhookFormatInvalid, WebhookUrlInvalid, WebhookUrlPrivate
 from notifications.models import Webhook
 from notifications.webhooks import (
     DeliveryFailed,
-    WebhookUrlInvalid,
-    WebhookUrlPrivate,
     deliver_with_retries,
     delivery_attempt,
     webhook_set,
@@ -29,42 +31,7 @@ from research.services import report_start
 from tasks.webhooks import deliver_webhook
 from tests.api.conftest import GraphQL
 from tests.factories import ingest_samples
-from tests.local_server import LocalServer
-
-
-class Receiver:
-    """A local endpoint answering each POST with the next planned status (then 200)."""
-
-    def __init__(self, statuses=(), delay: float = 0.0) -> None:
-        self.statuses = list(statuses)
-        self.delay = delay
-        self.requests: list[dict] = []
-        self.received = threading.Event()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                receiver.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
-                time.sleep(receiver.delay)
-                status = receiver.statuses.pop(0) if receiver.statuses else 200
-                self.send_response(status)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-                receiver.received.set()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = LocalServer(Handler)
-
-    def __enter__(self):
-        self.server.__enter__()
-        self.url = self.server.url.removesuffix("/v1") + "/hooks/deepcite?team=1"
-        return self
-
-    def __exit__(self, *exc):
-        self.server.__exit__(*exc)
+from tests.notifications.webhook_receiver import Receiver, verify
 
 
 @pytest.fixture
@@ -80,17 +47,6 @@ def finished(user, corpus):
     ingest_samples(corpus)
     report = report_start(user=user, corpus=corpus, prompt="What limits the liability of the supplier?")
     return report
-
-
-def verify(secret: str, request: dict) -> dict:
-    """What a receiver does: recompute the signature over timestamp.body and compare."""
-    timestamp = request["headers"]["X-Deepcite-Timestamp"]
-    expected = hmac.new(
-        secret.encode(), f"{timestamp}.".encode() + request["body"], hashlib.sha256
-    ).hexdigest()
-    assert hmac.compare_digest(request["headers"]["X-Deepcite-Signature"], f"sha256={expected}")
-    assert abs(time.time() - int(timestamp)) < 60
-    return json.loads(request["body"])
 
 
 def join_deliveries() -> None:
@@ -142,22 +98,38 @@ def test_a_finished_report_is_posted_signed_after_the_run_commits(user, corpus, 
     assert (webhook.last_status, webhook.last_error) == (200, "")
 
 
-def test_a_5xx_is_retried_with_backoff_until_accepted(user, private_allowed):
-    with Receiver(statuses=[500, 503]) as receiver:
+@pytest.mark.parametrize("statuses", [[500, 503], [429, 502]])
+def test_a_5xx_or_429_is_retried_with_doubling_backoff_until_accepted(
+    user, private_allowed, settings, statuses
+):
+    settings.WEBHOOK_RETRY_BACKOFF_SECONDS = 0.1
+    with Receiver(statuses=statuses) as receiver:
         webhook = webhook_set(user=user, url=receiver.url, payload_format="json")
         deliver_with_retries(webhook.pk, None)
     assert len(receiver.requests) == 3
+    first, second, third = (request["at"] for request in receiver.requests)
+    assert second - first >= 0.1 and third - second >= 0.2  # slept 0.1 s, then 0.2 s
     webhook.refresh_from_db()
-    assert webhook.last_status == 200
+    assert (webhook.last_status, webhook.last_error) == (200, "")
 
 
-def test_a_4xx_is_not_retried(user, private_allowed):
-    with Receiver(statuses=[400]) as receiver:
+@pytest.mark.parametrize("status", [400, 404, 410])
+def test_a_4xx_is_not_retried(user, private_allowed, status):
+    with Receiver(statuses=[status]) as receiver:
         webhook = webhook_set(user=user, url=receiver.url, payload_format="json")
         deliver_with_retries(webhook.pk, None)
     assert len(receiver.requests) == 1
     webhook.refresh_from_db()
-    assert (webhook.last_status, webhook.last_error) == (400, "HTTP 400")
+    assert (webhook.last_status, webhook.last_error) == (status, f"HTTP {status}")
+
+
+def test_a_redirect_is_not_followed_nor_retried(user, private_allowed):
+    with Receiver(statuses=[302]) as receiver:
+        webhook = webhook_set(user=user, url=receiver.url, payload_format="json")
+        deliver_with_retries(webhook.pk, None)
+    assert [request["path"] for request in receiver.requests] == ["/hooks/deepcite?team=1"]
+    webhook.refresh_from_db()
+    assert (webhook.last_status, webhook.last_error) == (302, "HTTP 302")
 
 
 def test_a_timeout_is_a_failure_retried_then_given_up(user, private_allowed, settings):
@@ -178,6 +150,25 @@ def test_the_celery_task_retries_a_5xx(user, private_allowed):
         webhook = webhook_set(user=user, url=receiver.url, payload_format="json")
         deliver_webhook.apply(args=(webhook.pk, None))
     assert len(receiver.requests) == 2
+    webhook.refresh_from_db()
+    assert webhook.last_status == 200
+
+
+def test_the_celery_task_retries_as_often_as_the_setting_says_then_gives_up(user, private_allowed, settings):
+    # More than Celery's default of 3 retries: the setting, not the default, caps them.
+    settings.WEBHOOK_MAX_RETRIES = 4
+    with Receiver(statuses=[500] * 4) as receiver:
+        webhook = webhook_set(user=user, url=receiver.url, payload_format="json")
+        assert deliver_webhook.apply(args=(webhook.pk, None)).successful()
+    assert len(receiver.requests) == 5
+    webhook.refresh_from_db()
+    assert webhook.last_status == 200
+    with Receiver(statuses=[503] * 10) as receiver:
+        webhook = webhook_set(user=user, url=receiver.url, payload_format="json")
+        assert deliver_webhook.apply(args=(webhook.pk, None)).successful()  # given up, not raised
+    assert len(receiver.requests) == 5
+    webhook.refresh_from_db()
+    assert (webhook.last_status, webhook.last_error) == (503, "HTTP 503")
 
 
 def test_slack_format_is_a_text_message_with_the_link(user, finished, private_allowed):
@@ -201,6 +192,15 @@ def test_slack_format_is_a_text_message_with_the_link(user, finished, private_al
         "http://[::1]/hook",
         "http://0.0.0.0/hook",
         "https://192.168.0.10/hook",
+        "http://100.64.0.1/hook",  # carrier-grade NAT
+        "http://224.0.0.251/hook",  # multicast
+        "http://[ff02::1]/hook",
+        "http://240.0.0.1/hook",  # reserved
+        "http://255.255.255.255/hook",
+        "http://[fd00::1]/hook",  # unique local
+        "http://[::ffff:127.0.0.1]/hook",  # IPv4 loopback in IPv6 forms
+        "http://[64:ff9b::a00:1]/hook",
+        "http://[2002:7f00:1::]/hook",
     ],
 )
 def test_private_addresses_are_refused_when_saved(user, url):
@@ -216,6 +216,21 @@ def test_private_addresses_are_refused_when_saved(user, url):
 def test_malformed_urls_are_refused(user, url):
     with pytest.raises(WebhookUrlInvalid):
         webhook_set(user=user, url=url, payload_format="json")
+    assert not Webhook.objects.exists()
+
+
+def test_an_unknown_format_is_refused(user):
+    with pytest.raises(WebhookFormatInvalid) as refused:
+        webhook_set(user=user, url="https://93.184.215.14/hook", payload_format="xml")
+    assert (refused.value.code, refused.value.field) == ("webhook_format_invalid", "format")
+    assert not Webhook.objects.exists()
+
+
+@pytest.mark.parametrize("url", ["http://169.254.169.254/latest/meta-data", "http://168.63.129.16/"])
+def test_cloud_metadata_addresses_are_refused_even_when_private_ones_are_allowed(user, private_allowed, url):
+    with pytest.raises(WebhookUrlPrivate, match="cloud metadata"):
+        webhook_set(user=user, url=url, payload_format="json")
+    assert not Webhook.objects.exists()
 
 
 def test_a_private_address_is_refused_again_when_sent(user, private_allowed, settings):
@@ -228,14 +243,118 @@ def test_a_private_address_is_refused_again_when_sent(user, private_allowed, set
     assert "webhook_url_private" in webhook.last_error
 
 
-def test_a_dead_endpoint_never_holds_up_the_run(
-    user, finished, private_allowed, django_capture_on_commit_callbacks
+class FakeDns:
+    """The outside DNS for one name, answering each lookup with the next planned address (the
+    last one after); IP literals resolve as usual."""
+
+    def __init__(self, monkeypatch, name: str, answers: list[str]) -> None:
+        self.name, self.answers, self.lookups = name, answers, 0
+        real = socket.getaddrinfo
+
+        def getaddrinfo(host, port, *args, **kwargs):
+            if host != name:
+                return real(host, port, *args, **kwargs)
+            address = self.answers[min(self.lookups, len(self.answers) - 1)]
+            self.lookups += 1
+            return real(address, port, *args, **kwargs)
+
+        monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+
+
+def test_a_delivery_connects_to_the_address_it_checked(user, private_allowed, monkeypatch):
+    with Receiver() as receiver:
+        port = receiver.port
+        # Rebinding after the check: a second lookup would answer an address nothing listens on.
+        dns = FakeDns(monkeypatch, "hooks.example.test", ["127.0.0.1", "127.0.0.1", "127.0.0.9"])
+        webhook = webhook_set(user=user, url=f"http://hooks.example.test:{port}/in", payload_format="json")
+        assert delivery_attempt(webhook.pk, None) == 200
+    assert dns.lookups == 2  # one when saved, one when sent: the connection reused that answer
+    [request] = receiver.requests
+    assert request["headers"]["Host"] == f"hooks.example.test:{port}"
+    verify(webhook.secret, request)
+
+
+def test_a_name_rebound_to_a_private_address_is_refused_when_sent(user, monkeypatch):
+    FakeDns(monkeypatch, "hooks.example.test", ["93.184.215.14", "127.0.0.1"])
+    webhook = webhook_set(user=user, url="http://hooks.example.test/in", payload_format="json")
+    with Receiver() as receiver:
+        assert delivery_attempt(webhook.pk, None) == 0
+    assert receiver.requests == []
+    webhook.refresh_from_db()
+    assert webhook.last_status is None
+    assert webhook.last_error == (
+        "'hooks.example.test' resolves to a non-public address (127.0.0.1); "
+        "webhooks go to public addresses only (webhook_url_private)"
+    )
+
+
+def self_signed(tmp_path, name: str) -> tuple[str, ssl.SSLContext]:
+    """A certificate for `name` (made with the openssl command) and a server context serving it."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("no openssl command to make a certificate with")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", f"/CN={name}",
+         "-addext", f"subjectAltName=DNS:{name}", "-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    return str(cert), context
+
+
+def test_https_goes_to_the_checked_address_and_verifies_the_certificate_for_the_name(
+    user, private_allowed, monkeypatch, tmp_path
 ):
+    cert, tls = self_signed(tmp_path, "hooks.example.test")
+    monkeypatch.setenv("SSL_CERT_FILE", cert)  # the receiver's certificate is the one trusted
+    dns = FakeDns(monkeypatch, "hooks.example.test", ["127.0.0.1", "127.0.0.1", "127.0.0.9"])
+    with Receiver(tls=tls) as receiver:
+        port = receiver.port
+        webhook = webhook_set(user=user, url=f"https://hooks.example.test:{port}/in", payload_format="json")
+        assert delivery_attempt(webhook.pk, None) == 200
+        # The same server reached under another name: its certificate does not match, refused.
+        FakeDns(monkeypatch, "other.example.test", ["127.0.0.1"])
+        other = webhook_set(user=user, url=f"https://other.example.test:{port}/in", payload_format="json")
+        with pytest.raises(DeliveryFailed):
+            delivery_attempt(other.pk, None)
+    assert dns.lookups == 2 and len(receiver.requests) == 1
+    verify(webhook.secret, receiver.requests[0])
+    other.refresh_from_db()
+    assert other.last_status is None and other.last_error.startswith("SSLCertVerificationError")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_dead_endpoint_never_holds_up_the_run(user, corpus, private_allowed, settings):
+    settings.WEBHOOK_MAX_RETRIES = 2
     with Receiver() as receiver:
         url = receiver.url
-    webhook_set(user=user, url=url, payload_format="json")  # nothing listens there any more
-    with django_capture_on_commit_callbacks(execute=True):
-        report = report_run(report_id=finished.pk)
+    webhook = webhook_set(user=user, url=url, payload_format="json")  # nothing listens there now
+    report = run_to_its_end(user, corpus)
+    assert report.status == ReportStatus.COMPLETED
+    join_deliveries()
+    webhook.refresh_from_db()
+    assert webhook.last_status is None and webhook.last_error.startswith("ConnectionRefusedError")
+
+
+def test_a_broker_that_cannot_take_the_delivery_never_fails_the_run(
+    user, finished, private_allowed, settings, django_capture_on_commit_callbacks
+):
+    from config.celery_app import app
+
+    webhook_set(user=user, url="https://93.184.215.14/hook", payload_format="json")
+    settings.CELERY_BROKER_URL = "redis://127.0.0.1:1/0"  # nothing listens on port 1
+    previous = app.conf.broker_url
+    app.conf.broker_url = settings.CELERY_BROKER_URL
+    try:
+        with django_capture_on_commit_callbacks(execute=True) as callbacks:
+            report = report_run(report_id=finished.pk)
+    finally:
+        app.conf.broker_url = previous
+    assert report.status == ReportStatus.COMPLETED and len(callbacks) >= 1
+    report.refresh_from_db()
     assert report.status == ReportStatus.COMPLETED
 
 
@@ -261,8 +380,28 @@ def test_the_page_saves_tests_and_shows_only_ones_own_webhook(user, other_user, 
     assert webhook.secret not in theirs and receiver.url not in theirs
     refused = bob.post("/notifications/webhook/", {"action": "test"}, follow=True).content.decode()
     assert "webhook_not_found" in refused
+    rotated = bob.post("/notifications/webhook/", {"action": "rotate"}, follow=True).content.decode()
+    assert "webhook_not_found" in rotated
+    bob.post("/notifications/webhook/", {"action": "delete"})
+    assert Webhook.objects.get(user=user).secret == webhook.secret  # Bob's actions touched nothing
+    renewed = alice.post("/notifications/webhook/", {"action": "rotate"}, follow=True).content.decode()
+    new_secret = Webhook.objects.get(user=user).secret
+    assert "A new secret" in renewed and new_secret in renewed and new_secret != webhook.secret
     gone = alice.post("/notifications/webhook/", {"action": "delete"}, follow=True).content.decode()
     assert "Webhook deleted." in gone and not Webhook.objects.exists()
+
+
+def test_the_page_wants_a_signed_in_user_and_a_csrf_token(user):
+    anonymous = Client()
+    assert anonymous.get("/notifications/webhook/").url.startswith("/accounts/login/")
+    posted = anonymous.post(
+        "/notifications/webhook/", {"url": "https://93.184.215.14/hook", "format": "json"}
+    )
+    assert posted.status_code == 302 and posted.url.startswith("/accounts/login/")
+    forged = Client(enforce_csrf_checks=True)
+    forged.force_login(user)
+    assert forged.post("/notifications/webhook/", {"url": "https://93.184.215.14/hook"}).status_code == 403
+    assert not Webhook.objects.exists()
 
 
 def test_the_page_says_why_a_url_is_refused(user):
@@ -289,3 +428,18 @@ def test_the_api_sets_reads_and_deletes_ones_own_webhook(user, other_user):
     assert other.data("{ webhook { url } }") == {"webhook": None}
     deleted = gql.data("mutation { deleteWebhook { deleted errors { code } } }")["deleteWebhook"]
     assert deleted == {"deleted": True, "errors": []} and not Webhook.objects.exists()
+
+
+def test_the_api_refuses_an_unknown_format_and_a_signed_out_caller(user):
+    gql = GraphQL(Client(), token=api_token_create(user=user, name="hooks").secret)
+    bad_format = """mutation { setWebhook(url: "https://93.184.215.14/hook", format: "xml") {
+      webhook { url } errors { code field } } }"""
+    assert gql.data(bad_format)["setWebhook"] == {
+        "webhook": None,
+        "errors": [{"code": "webhook_format_invalid", "field": "format"}],
+    }
+    anonymous = GraphQL(Client())
+    refused = anonymous.data(SET_WEBHOOK, {"u": "https://93.184.215.14/hook"})["setWebhook"]
+    assert refused["webhook"] is None and [e["code"] for e in refused["errors"]] == ["not_authenticated"]
+    assert anonymous.data("{ webhook { url } }") == {"webhook": None}
+    assert not Webhook.objects.exists()
