@@ -472,10 +472,11 @@ class _FootnoteRenderer:
         lines = [SOURCES_HEADING, ""]
         for citation in self.citations:
             where = f", p. {citation['page']}" if citation["page"] else ""
-            quote = f': "{_inline(citation["quote"])}"' if citation["quote"] else ""
+            quote = f': "{markdown_inline(citation["quote"])}"' if citation["quote"] else ""
             lines.append(
-                f"[^{citation['footnote']}]: *{_inline(citation['document_title'])}* "
-                f"({_inline(citation['source_name'])}){where}, passage {citation['passage_id']}{quote}"
+                f"[^{citation['footnote']}]: *{markdown_inline(citation['document_title'])}* "
+                f"({markdown_inline(citation['source_name'])}){where}, "
+                f"passage {citation['passage_id']}{quote}"
             )
         return "\n".join(lines)
 
@@ -495,9 +496,9 @@ def _attributes(raw: str) -> dict[str, str]:
     return found
 
 
-def _inline(text: str) -> str:
-    """Corpus text shown on one line of the Sources block: it must not open markup, footnotes
-    or tags of its own."""
+def markdown_inline(text: str) -> str:
+    """Corpus or model text shown on one line of Markdown (the Sources block, an export's
+    findings): it must not open markup, footnotes or tags of its own."""
     text = " ".join(text.split())
     return text.replace("&", "&amp;").replace("<", "&lt;").replace("[", "&#91;").replace("]", "&#93;")
 

@@ -82,3 +82,8 @@ class FindingRejected(ResearchError):
     """A finding the agent must correct: the message tells it how."""
 
     code = "finding_rejected"
+
+
+class RetentionInvalid(ResearchError):
+    # A purge asked to keep no days, or to delete in batches of no rows.
+    code = "retention_invalid"

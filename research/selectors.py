@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Func, IntegerField, QuerySet
 
-from corpora.models import Corpus, Passage
+from corpora.models import Corpus, Document, Passage
 from research.citations import CitablePassage
 from research.exceptions import ReportFilterInvalid, ReportNotFound
 from research.models import ACTIVE_STATUSES, ReportStatus, ResearchReport
@@ -27,7 +27,7 @@ REPORT_STATUS_FILTERS: dict[str, tuple[str, ...] | None] = {
 _LIST_ROW_FIELDS = ("slug", "title", "status", "depth", "created", "completed_at", "corpus__name")
 
 
-class _JSONArrayLength(Func):
+class JSONArrayLength(Func):
     """The length of a JSON array column counted by the database, so that a list of reports
     need not load every report's findings to count them."""
 
@@ -65,7 +65,7 @@ def report_list_rows(*, user: User, status_filter: str = "all") -> QuerySet[Rese
         queryset = queryset.filter(status__in=statuses)
     return (
         queryset.only(*_LIST_ROW_FIELDS)
-        .annotate(findings_count=_JSONArrayLength("findings"))
+        .annotate(findings_count=JSONArrayLength("findings"))
         .order_by("-created", "-pk")
     )
 
@@ -110,6 +110,16 @@ def citable_passages(*, corpus_id: int, passage_ids: Iterable[int]) -> dict[int,
         .order_by()
     )
     return {row[0]: CitablePassage(*row) for row in rows}
+
+
+def corpus_document_titles(*, corpus_id: int, document_ids: Iterable[int]) -> dict[int, str]:
+    """The titles of the corpus's documents among `document_ids`; a deleted one is absent."""
+    ids = {int(i) for i in document_ids}
+    if not ids:
+        return {}
+    return dict(
+        Document.objects.filter(corpus_id=corpus_id, pk__in=ids).values_list("pk", "title").order_by()
+    )
 
 
 def report_progress_summary(*, report: ResearchReport) -> dict[str, Any]:

@@ -106,6 +106,10 @@ def purge_expired_reports() -> dict[str, int]:
     """Beat job (daily): delete what REPORT_RETENTION_DAYS lets go; nothing when it is 0."""
     days = settings.REPORT_RETENTION_DAYS
     if days <= 0:
-        return {"reports": 0, "notifications": 0}
+        return {"reports": 0, "report_notifications": 0, "read_notifications": 0}
     result = reports_purge(days=days)
-    return {"reports": len(result.reports), "notifications": result.notifications}
+    return {
+        "reports": len(result.reports),
+        "report_notifications": result.report_notifications,
+        "read_notifications": result.read_notifications,
+    }

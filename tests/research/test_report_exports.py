@@ -1,6 +1,7 @@
 """Export of a report: Markdown (as written, footnotes and Sources with the cited quotes, and
-where it came from) and JSON (findings, citations, warnings, model usage), as attachments with
-safe names, private and uncached; the creator's only."""
+where it came from; a running report's findings so far) and JSON (findings with their documents,
+citations, warnings, model usage), as attachments with safe names, private and uncached, plain
+text never rendered by the browser; the creator's only."""
 
 import json
 
@@ -8,10 +9,12 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from corpora.models import Passage
 from research.engine.run import report_run
-from research.models import ReportStatus
+from research.exports import report_export_filename
+from research.models import ReportStatus, ResearchReport
 from research.services import report_start
-from tests.factories import ingest_samples, queued_report
+from tests.factories import ingest_samples, queued_report, signed_in
 
 
 @pytest.fixture
@@ -27,9 +30,11 @@ def completed(user, corpus):
 
 @pytest.fixture
 def browser(user):
-    client = Client()
-    client.force_login(user)
-    return client
+    return signed_in(user)
+
+
+def export(browser, report, kind: str):
+    return browser.get(reverse(f"research:report-export-{kind}", args=[report.slug]))
 
 
 def test_the_markdown_export_is_the_report_with_its_footnotes_and_quotes(browser, completed):
@@ -53,8 +58,17 @@ def test_the_json_export_has_findings_citations_and_usage(browser, completed):
     data = json.loads(response.content)
     assert response["Content-Disposition"] == f'attachment; filename="{completed.slug}.json"'
     assert data["slug"] == completed.slug and data["status"] == "COMPLETED"
-    assert data["markdown"] == completed.content
-    assert data["findings"] == completed.findings and data["citations"] == completed.citations
+    assert data["markdown"] == completed.content and data["citations"] == completed.citations
+    titles = {p.document_id: p.document.title for p in Passage.objects.select_related("document")}
+    assert completed.findings and data["findings"] == [
+        {**finding, "document_title": titles[finding["document_id"]]} for finding in completed.findings
+    ]
+    assert "acme-supply" in {finding["document_title"] for finding in data["findings"]}
+    for citation in data["citations"]:  # each source: its footnote, passage, document, page, quote
+        assert citation["footnote"] in range(1, len(data["citations"]) + 1)
+        assert citation["document_title"] == titles[citation["document_id"]]
+        assert citation["quote"] in Passage.objects.get(pk=citation["passage_id"]).text
+        assert {"source_name", "page"} <= citation.keys()
     assert data["corpus"] == {"id": completed.corpus_id, "name": "Contracts"}
     assert data["model_usage"] == completed.model_usage and data["warnings"] == completed.warnings
     assert data["completed_at"] == completed.completed_at.isoformat()
@@ -84,3 +98,53 @@ def test_the_report_page_links_both_exports_and_print(browser, completed):
     assert f'href="/reports/{completed.slug}/export.md" download' in page
     assert f'href="/reports/{completed.slug}/export.json" download' in page
     assert "data-print" in page and "research/footnotes.js" in page
+
+
+def test_a_running_report_exports_its_findings_so_far(browser, user, corpus):
+    ingest_samples(corpus)
+    passage = Passage.objects.select_related("document").get(text__contains="total liability")
+    quote = "The total liability of the Supplier"
+    finding = {"id": 1, "claim": "Liability is capped [^9] <b>", "quote": quote}
+    finding |= {"passage_id": passage.pk, "passage_ids": [passage.pk], "document_id": passage.document_id}
+    report = queued_report(user, corpus, "Liability caps", status=ReportStatus.RUNNING, findings=[finding])
+
+    text = export(browser, report, "markdown").content.decode()
+
+    assert text.startswith("# Liability caps\n\nThe report is not written yet. Its findings so far:\n\n")
+    claim = "1. Liability is capped &#91;^9&#93; &lt;b>"  # one line of text: no footnote, no tag
+    assert f'{claim} *{passage.document.title}*, passage {passage.pk}: "{quote}"' in text
+    data = json.loads(export(browser, report, "json").content)
+    assert data["status"] == "RUNNING" and data["markdown"] == ""
+    assert data["findings"] == [{**finding, "document_title": passage.document.title}]
+
+
+def test_exports_are_attachments_never_rendered_whatever_the_report_holds(browser, user, corpus):
+    hostile = '<script>alert(1)</script> "quoted" \\ \u2028 <img src=x onerror=alert(2)>'
+    report = queued_report(
+        user, corpus, hostile, status=ReportStatus.COMPLETED, content=f"# {hostile}\n\n{hostile}\n"
+    )
+    markdown = export(browser, report, "markdown")
+    assert markdown["Content-Type"] == "text/markdown; charset=utf-8"
+    assert markdown["X-Content-Type-Options"] == "nosniff"
+    assert markdown["Content-Disposition"].startswith("attachment; ")
+    assert markdown.content.decode().startswith(f"# {hostile}\n\n{hostile}\n\n---\n")  # as written: text
+    response = export(browser, report, "json")
+    assert response["Content-Type"] == "application/json" and response["Content-Disposition"].startswith(
+        "attachment; "
+    )
+    data = json.loads(response.content)  # valid JSON, the text round-trips exactly
+    assert data["title"] == hostile and data["markdown"] == f"# {hostile}\n\n{hostile}\n"
+
+
+@pytest.mark.parametrize(
+    ("slug", "filename"),
+    [
+        ("supplier-liability-1a2b3c4d", "supplier-liability-1a2b3c4d.md"),
+        ('a"; filename=evil.exe\r\nX-Header: 1', "a-filenameevilexe-x-header-1.md"),
+        ("../../etc/passwd", "etcpasswd.md"),
+        ("\u00e9t\u00e9", "ete.md"),
+        ('"\r\n', "report.md"),
+    ],
+)
+def test_the_filename_is_safe_in_a_header_and_on_disk(slug, filename):
+    assert report_export_filename(ResearchReport(slug=slug), "md") == filename

@@ -3,9 +3,11 @@ older than the retention (REPORT_RETENTION_DAYS, or --days) with their logs and 
 and read notifications as old; --dry-run lists what would go and deletes nothing."""
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
-from research.retention import DEFAULT_BATCH_SIZE, reports_purge
+from corpora.management.commands._cli import fail
+from research.exceptions import RetentionInvalid
+from research.retention import DEFAULT_BATCH_SIZE, PurgeResult, reports_purge
 
 
 class Command(BaseCommand):
@@ -17,21 +19,34 @@ class Command(BaseCommand):
         parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help="rows per transaction")
 
     def handle(self, *args, days, dry_run, batch_size, **options) -> None:
-        if days is None:
-            days = settings.REPORT_RETENTION_DAYS
-            if days <= 0:
-                self.stdout.write("Retention is off (REPORT_RETENTION_DAYS is 0): nothing deleted.")
-                return
-        elif days <= 0:
-            raise CommandError("[days_invalid] --days must be a positive number of days")
-        if batch_size <= 0:
-            raise CommandError("[batch_size_invalid] --batch-size must be positive")
-        result = reports_purge(days=days, batch_size=batch_size, dry_run=dry_run)
-        verb = "Would delete" if dry_run else "Deleted"
-        self.stdout.write(
-            f"{verb} {len(result.reports)} finished report(s) that ended before "
-            f"{result.cutoff:%Y-%m-%d %H:%M} UTC, and {result.notifications} notification(s) "
-            "read before then."
-        )
-        for slug, title in result.reports:
-            self.stdout.write(f"  {slug}  {title}")
+        if days is None and settings.REPORT_RETENTION_DAYS <= 0:
+            self.stdout.write("Retention is off (REPORT_RETENTION_DAYS is 0): nothing deleted.")
+            return
+        try:
+            result = reports_purge(
+                days=settings.REPORT_RETENTION_DAYS if days is None else days,
+                batch_size=batch_size,
+                dry_run=dry_run,
+            )
+        except RetentionInvalid as error:
+            raise fail(error) from error
+        self.stdout.write(purge_summary(result, dry_run=dry_run))
+
+
+def purge_summary(result: PurgeResult, *, dry_run: bool) -> str:
+    verb = "Would delete" if dry_run else "Deleted"
+    lines = [
+        f"{verb}, ended or read before {result.cutoff:%Y-%m-%d %H:%M} UTC:",
+        f"  {len(result.reports)} finished report(s)",
+        f"  {result.contents['findings']} finding(s), {result.contents['citations']} citation(s) and "
+        f"{result.contents['tool_calls']} tool call(s) logged in those reports",
+        f"  {result.report_notifications} notification(s) of those reports",
+        f"  {result.read_notifications} other read notification(s)",
+    ]
+    lines += [f"  - {slug}  {_printable(title)}" for slug, title in result.reports]
+    return "\n".join(lines)
+
+
+def _printable(text: str) -> str:
+    # A title is anyone's text: no terminal escape sequence or line break of its own.
+    return "".join(c if c.isprintable() else " " for c in text)
