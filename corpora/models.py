@@ -86,3 +86,22 @@ class Passage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.document_id}#{self.ordinal}"
+
+
+class PassageVector(models.Model):
+    """pgvector's copy of a passage's embedding (corpora/retrieval/pgvector.py), in a table that
+    exists only where PostgreSQL has the extension: migration 0003 creates it in SQL with its
+    `embedding halfvec` column, which only that module reads and writes. Declared so that Django
+    knows the table (a flush truncates it with corpora_passage, which it references); the
+    database's own foreign key cascades a passage's deletion to it (DO_NOTHING here: the ORM
+    never looks for a table SQLite does not have)."""
+
+    passage = models.OneToOneField(
+        Passage, primary_key=True, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+"
+    )
+    corpus_id = models.BigIntegerField()
+    document_id = models.BigIntegerField()
+    model = models.CharField(max_length=200)
+
+    def __str__(self) -> str:
+        return f"vector of passage {self.passage_id}"

@@ -40,11 +40,11 @@ from corpora.exceptions import (
 )
 from corpora.models import Corpus, Document, Passage
 from corpora.retrieval.by_document import DocumentHit, ScopeBest, rank_by_document
-from corpora.retrieval.dense import dense_indexes
 from corpora.retrieval.fusion import weighted_rrf
 from corpora.retrieval.lexical import lexical_ranking, phrase_candidates
 from corpora.retrieval.query import ParsedQuery, parse_query, words
 from corpora.retrieval.term_index import HIT_DOCUMENT_FIELDS, HIT_PASSAGE_FIELDS, TermIndex, term_indexes
+from corpora.retrieval.vector_store import vector_store
 from corpora.retrieval.versions import index_versions
 
 logger = logging.getLogger(__name__)
@@ -235,14 +235,14 @@ def _rank(
 
     if embedder is None:
         return lexical_alone()
-    index = dense_indexes.get(corpus_id=corpus.pk, model=embedder.name, version=version)
-    if not len(index.passage_ids):  # nothing embedded yet: hybrid is the lexical search
+    index = vector_store().dense(corpus_id=corpus.pk, model=embedder.name, version=version)
+    if index.is_empty:  # nothing embedded yet: hybrid is the lexical search
         return ([], None) if mode == SEARCH_MODE_DENSE else lexical_alone()
     terms = term_indexes.get(corpus_id=corpus.pk, version=version)
-    # The query embedding is the slow part on CPU. The dense scores are computed where the
-    # vector was (the model's inference thread, all cores), and this thread ranks lexically
-    # meanwhile.
-    pending = embed_query_async(embedder, parsed.text, then=index.scores)
+    # The query embedding is the slow part on CPU. The dense scores (in memory) are computed
+    # where the vector was (the model's inference thread, all cores), and this thread ranks
+    # lexically meanwhile.
+    pending = embed_query_async(embedder, parsed.text, then=index.prepare)
     # Each ranker looks deeper than the answer so that passages both rank fairly well surface.
     depth = max(FUSION_CANDIDATES_MIN, 2 * top_k)
     if mode == SEARCH_MODE_HYBRID:
@@ -257,7 +257,7 @@ def _rank(
             else terms.rank(parsed.terms, limit=depth, document_ids=document_ids)
         )
     try:
-        scores = pending.result()
+        prepared = pending.result()
     except EmbeddingUnavailable:
         if mode == SEARCH_MODE_DENSE:
             raise
@@ -265,8 +265,8 @@ def _rank(
         logger.warning("query embedding failed; hybrid search falls back to lexical", exc_info=True)
         return lexical_alone()
     if mode == SEARCH_MODE_DENSE:
-        return index.top(scores, limit=top_k, document_ids=document_ids), terms
-    dense = index.top(scores, limit=depth, document_ids=document_ids)
+        return index.top(prepared, limit=top_k, document_ids=document_ids), terms
+    dense = index.top(prepared, limit=depth, document_ids=document_ids)
     if not dense:
         return lexical_alone()
     dense_weight = (
@@ -319,18 +319,19 @@ def passage_search_by_document(
     version = _index_version(corpus.pk)
     terms = term_indexes.get(corpus_id=corpus.pk, version=version)
     embedder = get_embedder_or_none()
-    dense = dense_scores = None
+    dense = None
     if embedder is not None:
-        dense = dense_indexes.get(corpus_id=corpus.pk, model=embedder.name, version=version)
-        if len(dense.passage_ids):
+        index = vector_store().dense(corpus_id=corpus.pk, model=embedder.name, version=version)
+        if not index.is_empty:
             try:
-                dense_scores = embed_query_async(embedder, parsed.text, then=dense.scores).result()
+                prepared = embed_query_async(embedder, parsed.text, then=index.prepare).result()
             except EmbeddingUnavailable:
                 logger.warning("query embedding failed; the document search is lexical", exc_info=True)
+            else:
+                dense = index.by_document(prepared, document_ids=document_ids, scope=scope)
     ranked, best = rank_by_document(
         terms=terms,
         dense=dense,
-        dense_scores=dense_scores,
         query_terms=[t for t in parsed.terms if t not in {w.lower() for w in ignore_words}] or parsed.terms,
         document_ids=document_ids,
         per_document=per_document,

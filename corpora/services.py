@@ -35,6 +35,7 @@ from corpora.exceptions import (
 )
 from corpora.extraction import extract, file_type_for
 from corpora.models import Corpus, Document, Passage
+from corpora.retrieval.vector_store import vectors_save
 from corpora.retrieval.versions import CHANNEL as VERSION_CHANNEL
 from corpora.retrieval.versions import index_versions
 from corpora.selectors import document_get_by_hash, user_get_active
@@ -358,6 +359,7 @@ def passage_embed_pending(
                 Passage.objects.filter(pk=pk).update(
                     embedding=vector_to_bytes(vector), embedding_model=embedder.name
                 )
+            vectors_save(model=embedder.name, ids=[pk for pk, _, _ in batch], matrix=vectors)
         done += len(batch)
         last_id = batch[-1][0]
         if progress is not None:

@@ -191,6 +191,13 @@ EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 256)
 # thread per process (corpora.embedding.InferenceThread), so this is all it uses.
 EMBEDDING_THREADS = env_int("EMBEDDING_THREADS", 0)
 
+# Where dense search finds its vectors (corpora/retrieval/vector_store.py): "memory" (a matrix
+# per corpus in each process), "pgvector" (PostgreSQL with the vector extension: an HNSW index,
+# searched in SQL) or "auto" (pgvector where the database has it, else memory).
+SEARCH_VECTOR_BACKEND = env_str("SEARCH_VECTOR_BACKEND", "auto")
+# pgvector without HNSW indexes: every dense search is an exact scan in SQL.
+SEARCH_PGVECTOR_HNSW = env_bool("SEARCH_PGVECTOR_HNSW", True)
+
 # PostgreSQL: each process keeps the corpora's index_version until a change is NOTIFYed
 # (corpora.retrieval.versions), at most this many seconds. Switch off behind a pooler that
 # drops LISTEN (PgBouncer in transaction mode): every search then reads the version.

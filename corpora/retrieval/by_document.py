@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from corpora.retrieval.dense import DenseIndex
+from corpora.retrieval.dense import document_mask
 from corpora.retrieval.fusion import weighted_rrf
 from corpora.retrieval.term_index import TermIndex
 
@@ -37,8 +37,7 @@ class ScopeBest:
 def rank_by_document(
     *,
     terms: TermIndex,
-    dense: DenseIndex | None,
-    dense_scores: np.ndarray | None,
+    dense: tuple[dict[int, list[tuple[int, float]]], float | None] | None,
     query_terms: Sequence[str],
     document_ids: Sequence[int],
     per_document: int,
@@ -48,27 +47,22 @@ def rank_by_document(
 ) -> tuple[dict[int, list[DocumentHit]], ScopeBest]:
     """{document id: its best `per_document` hits, best first} for every document in
     `document_ids` that has a passage matching the query, and the best scores over `scope`
-    (None: the whole corpus)."""
+    (None: the whole corpus). `dense` is the vector store's by_document() answer (None
+    without a query vector)."""
     lexical = terms.scores(query_terms)
     lexical_by_id = dict(zip(terms.passage_ids.tolist(), lexical.tolist(), strict=True))
-    in_scope = _mask(terms.document_ids, scope)
+    in_scope = document_mask(terms.document_ids, scope)
     best = ScopeBest(
         lexical=float(lexical[in_scope].max()) if in_scope.any() else 0.0,
         dense=None,
     )
     dense_by_document: dict[int, list[tuple[int, float]]] = {}
-    if dense is not None and dense_scores is not None and len(dense.passage_ids):
-        dense_in_scope = _mask(dense.document_ids, scope)
-        if dense_in_scope.any():
-            best = ScopeBest(lexical=best.lexical, dense=float(dense_scores[dense_in_scope].max()))
-        wanted = _mask(dense.document_ids, document_ids)
-        for position in np.flatnonzero(wanted):
-            document = int(dense.document_ids[position])
-            dense_by_document.setdefault(document, []).append(
-                (int(dense.passage_ids[position]), float(dense_scores[position]))
-            )
+    if dense is not None:
+        dense_by_document, dense_best = dense
+        if dense_best is not None:
+            best = ScopeBest(lexical=best.lexical, dense=dense_best)
     lexical_by_document: dict[int, list[tuple[int, float]]] = {}
-    for position in np.flatnonzero(_mask(terms.document_ids, document_ids) & (lexical > 0)):
+    for position in np.flatnonzero(document_mask(terms.document_ids, document_ids) & (lexical > 0)):
         document = int(terms.document_ids[position])
         lexical_by_document.setdefault(document, []).append(
             (int(terms.passage_ids[position]), float(lexical[position]))
@@ -102,9 +96,3 @@ def rank_by_document(
             for pid, score in ranked
         ]
     return found, best
-
-
-def _mask(document_ids: np.ndarray, wanted: Sequence[int] | None) -> np.ndarray:
-    if wanted is None:
-        return np.ones(len(document_ids), dtype=bool)
-    return np.isin(document_ids, np.asarray(list(wanted), dtype=np.int64))

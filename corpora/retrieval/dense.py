@@ -1,6 +1,7 @@
 """Dense ranking over the vectors stored with the passages. Each process keeps a per-corpus
 matrix in memory, reloaded when the corpus's index_version moves; a matrix-vector product
-ranks it. The same code serves SQLite and PostgreSQL (no vector extension is needed).
+ranks it. The same code serves SQLite and PostgreSQL (no vector extension is needed): the
+"memory" backend of corpora.retrieval.vector_store.
 
 The matrix is held in float16: half the memory, and the product half the bytes to read. A
 search computes it right after its query embedding, whose model weights (~40 MB) have pushed
@@ -31,6 +32,14 @@ class DenseIndex:
     passage_ids: np.ndarray
     document_ids: np.ndarray
     matrix: torch.Tensor = field(repr=False)  # float16, one unit vector per row
+
+    @property
+    def is_empty(self) -> bool:
+        return not len(self.passage_ids)
+
+    def prepare(self, vector: np.ndarray) -> np.ndarray:
+        """corpora.retrieval.vector_store's DenseVectors: every passage's score."""
+        return self.scores(vector)
 
     @property
     def nbytes(self) -> int:
@@ -68,6 +77,29 @@ class DenseIndex:
         if document_ids is not None:
             top = top[np.isfinite(scores[top])]
         return list(zip(self.passage_ids[top].tolist(), scores[top].tolist(), strict=True))
+
+    def by_document(
+        self, scores: np.ndarray, *, document_ids: Sequence[int], scope: Sequence[int] | None
+    ) -> tuple[dict[int, list[tuple[int, float]]], float | None]:
+        """({document id: [(passage id, score)] for each of its passages}, the best score over
+        `scope`'s documents (None: the corpus), None when it has no passage here)."""
+        if not len(self.passage_ids):
+            return {}, None
+        in_scope = document_mask(self.document_ids, scope)
+        best = float(scores[in_scope].max()) if in_scope.any() else None
+        grouped: dict[int, list[tuple[int, float]]] = {}
+        for position in np.flatnonzero(document_mask(self.document_ids, document_ids)):
+            grouped.setdefault(int(self.document_ids[position]), []).append(
+                (int(self.passage_ids[position]), float(scores[position]))
+            )
+        return grouped, best
+
+
+def document_mask(document_ids: np.ndarray, wanted: Sequence[int] | None) -> np.ndarray:
+    """Rows whose document is among `wanted` (None: every row)."""
+    if wanted is None:
+        return np.ones(len(document_ids), dtype=bool)
+    return np.isin(document_ids, np.asarray(list(wanted), dtype=np.int64))
 
 
 class DenseIndexCache:

@@ -153,8 +153,12 @@ def test_hybrid_hits_are_the_weighted_fusion_of_the_term_index_and_the_dense_ran
     assert all(h.passage.text and h.passage.document.title for h in hits)
 
 
-def test_hits_come_from_memory_as_the_database_has_them(corpus, embedding_server, django_assert_num_queries):
-    # given an embedded corpus whose term index is built
+def test_hits_come_from_memory_as_the_database_has_them(
+    corpus, embedding_server, django_assert_num_queries, settings
+):
+    # given an embedded corpus whose term index is built, and dense search in memory (pgvector's
+    # is a query by design)
+    settings.SEARCH_VECTOR_BACKEND = "memory"
     ingest_samples(corpus, schedule_embedding=False)
     passage_embed_pending(corpus=corpus)
     passage_search(corpus=corpus, query="governing law", top_k=3)
