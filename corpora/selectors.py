@@ -5,7 +5,7 @@ import functools
 import logging
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.conf import settings
@@ -41,7 +41,12 @@ from corpora.exceptions import (
 from corpora.models import Corpus, Document, Passage
 from corpora.retrieval.by_document import DocumentHit, ScopeBest, rank_by_document
 from corpora.retrieval.fusion import weighted_rrf
-from corpora.retrieval.lexical import lexical_ranking, phrase_candidates
+from corpora.retrieval.lexical import (
+    document_frequencies,
+    lexical_by_document,
+    lexical_ranking,
+    phrase_candidates,
+)
 from corpora.retrieval.query import ParsedQuery, parse_query, words
 from corpora.retrieval.term_index import HIT_DOCUMENT_FIELDS, HIT_PASSAGE_FIELDS, TermIndex, term_indexes
 from corpora.retrieval.vector_store import vector_store
@@ -238,7 +243,7 @@ def _rank(
     index = vector_store().dense(corpus_id=corpus.pk, model=embedder.name, version=version)
     if index.is_empty:  # nothing embedded yet: hybrid is the lexical search
         return ([], None) if mode == SEARCH_MODE_DENSE else lexical_alone()
-    terms = term_indexes.get(corpus_id=corpus.pk, version=version)
+    terms = _term_index(corpus.pk, version)
     # The query embedding is the slow part on CPU. The dense scores (in memory) are computed
     # where the vector was (the model's inference thread, all cores), and this thread ranks
     # lexically meanwhile.
@@ -247,11 +252,12 @@ def _rank(
     depth = max(FUSION_CANDIDATES_MIN, 2 * top_k)
     if mode == SEARCH_MODE_HYBRID:
         lexical = (
-            # Quoted phrases need the full-text index's word positions.
+            # Quoted phrases need the full-text index's word positions, and a corpus too
+            # large for a term index has only the full-text index.
             lexical_ranking(
                 corpus_id=corpus.pk, version=version, query=parsed, limit=depth, document_ids=document_ids
             )
-            if parsed.phrases
+            if parsed.phrases or terms is None
             # The term index answers in a fraction of a millisecond, the full-text query in
             # several (tens on PostgreSQL).
             else terms.rank(parsed.terms, limit=depth, document_ids=document_ids)
@@ -284,10 +290,23 @@ def _rank(
     return [(hit.passage_id, hit.score) for hit in fused], terms
 
 
+def _term_index(corpus_id: int, version: int) -> TermIndex | None:
+    """The corpus's in-memory term index, or None for a corpus of more passages than
+    SEARCH_TERM_INDEX_MAX_PASSAGES: its lexical rankings come from the database."""
+    return term_indexes.get_or_none(
+        corpus_id=corpus_id, version=version, max_passages=settings.SEARCH_TERM_INDEX_MAX_PASSAGES
+    )
+
+
 def term_frequencies(*, corpus: Corpus, words: Sequence[str]) -> tuple[dict[str, int], int]:
-    """({word: passages of the corpus that use it}, passages in the corpus), from the term index."""
-    terms = term_indexes.get(corpus_id=corpus.pk, version=_index_version(corpus.pk))
-    return terms.frequencies(words[:TERM_FREQUENCY_WORDS_MAX]), len(terms.passage_ids)
+    """({word: passages of the corpus that use it}, passages in the corpus), from the term
+    index (the full-text index for a corpus too large for one)."""
+    version = _index_version(corpus.pk)
+    words = list(words[:TERM_FREQUENCY_WORDS_MAX])
+    terms = _term_index(corpus.pk, version)
+    if terms is None:
+        return document_frequencies(corpus_id=corpus.pk, version=version, words=words)
+    return terms.frequencies(words), len(terms.passage_ids)
 
 
 @dataclass(frozen=True)
@@ -317,7 +336,7 @@ def passage_search_by_document(
     if parsed.is_empty or not document_ids:
         return [], ScopeBest(lexical=0.0, dense=None)
     version = _index_version(corpus.pk)
-    terms = term_indexes.get(corpus_id=corpus.pk, version=version)
+    terms = _term_index(corpus.pk, version)
     embedder = get_embedder_or_none()
     dense = None
     if embedder is not None:
@@ -329,10 +348,22 @@ def passage_search_by_document(
                 logger.warning("query embedding failed; the document search is lexical", exc_info=True)
             else:
                 dense = index.by_document(prepared, document_ids=document_ids, scope=scope)
+    ignored = {w.lower() for w in ignore_words}
+    query_terms = [t for t in parsed.terms if t not in ignored] or list(parsed.terms)
+    lexical = (
+        lexical_by_document(
+            corpus_id=corpus.pk,
+            version=version,
+            query=replace(parsed, terms=tuple(query_terms), phrases=()),
+            document_ids=document_ids,
+            scope=scope,
+        )
+        if terms is None
+        else terms.by_document(query_terms, document_ids=document_ids, scope=scope)
+    )
     ranked, best = rank_by_document(
-        terms=terms,
+        lexical=lexical,
         dense=dense,
-        query_terms=[t for t in parsed.terms if t not in {w.lower() for w in ignore_words}] or parsed.terms,
         document_ids=document_ids,
         per_document=per_document,
         lexical_weight=settings.SEARCH_FUSION_LEXICAL_WEIGHT,
@@ -341,9 +372,9 @@ def passage_search_by_document(
             if parsed.is_question
             else settings.SEARCH_FUSION_DENSE_WEIGHT_KEYWORDS
         ),
-        scope=scope,
     )
-    passages = terms.passages(pid for hits in ranked.values() for pid in (h.passage_id for h in hits))
+    wanted = [h.passage_id for hits in ranked.values() for h in hits]
+    passages = terms.passages(wanted) if terms is not None else {}
     missing = [h.passage_id for hits in ranked.values() for h in hits if h.passage_id not in passages]
     if missing:
         passages.update(_passages_by_id(missing))

@@ -197,6 +197,10 @@ EMBEDDING_THREADS = env_int("EMBEDDING_THREADS", 0)
 SEARCH_VECTOR_BACKEND = env_str("SEARCH_VECTOR_BACKEND", "auto")
 # pgvector without HNSW indexes: every dense search is an exact scan in SQL.
 SEARCH_PGVECTOR_HNSW = env_bool("SEARCH_PGVECTOR_HNSW", True)
+# A corpus of more passages than this gets no in-memory term index (~22 MB per 10,000
+# passages, their text included, in each searching process): hybrid's lexical leg, the
+# document sweep and term frequencies then come from the database's full-text index. 0: no bound.
+SEARCH_TERM_INDEX_MAX_PASSAGES = env_int("SEARCH_TERM_INDEX_MAX_PASSAGES", 100_000)
 
 # PostgreSQL: each process keeps the corpora's index_version until a change is NOTIFYed
 # (corpora.retrieval.versions), at most this many seconds. Switch off behind a pooler that

@@ -3,18 +3,15 @@ for a query, ranked within that document as a search scoped to it would rank the
 sweep asks this of every candidate document; one query embedding and one pass over each index
 serve them all, where a scoped search per document would embed the query once per document.
 
-Each hit keeps the raw scores behind its rank (BM25 from the term index, cosine from the dense
-index) and the best of each over the whole search scope, so that a caller can tell a document
-whose best passage is about the question from one whose best passage merely ranks first in it."""
+Each hit keeps the raw scores behind its rank (BM25 from the term index, or the database's
+full-text rank for a corpus too large for one; cosine from the vector store) and the best of
+each over the whole search scope, so that a caller can tell a document whose best passage is
+about the question from one whose best passage merely ranks first in it."""
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
-from corpora.retrieval.dense import document_mask
 from corpora.retrieval.fusion import weighted_rrf
-from corpora.retrieval.term_index import TermIndex
 
 
 @dataclass(frozen=True)
@@ -36,37 +33,26 @@ class ScopeBest:
 
 def rank_by_document(
     *,
-    terms: TermIndex,
+    lexical: tuple[dict[int, list[tuple[int, float]]], float],
     dense: tuple[dict[int, list[tuple[int, float]]], float | None] | None,
-    query_terms: Sequence[str],
     document_ids: Sequence[int],
     per_document: int,
     lexical_weight: float,
     dense_weight: float,
-    scope: Sequence[int] | None = None,
 ) -> tuple[dict[int, list[DocumentHit]], ScopeBest]:
     """{document id: its best `per_document` hits, best first} for every document in
-    `document_ids` that has a passage matching the query, and the best scores over `scope`
-    (None: the whole corpus). `dense` is the vector store's by_document() answer (None
-    without a query vector)."""
-    lexical = terms.scores(query_terms)
-    lexical_by_id = dict(zip(terms.passage_ids.tolist(), lexical.tolist(), strict=True))
-    in_scope = document_mask(terms.document_ids, scope)
-    best = ScopeBest(
-        lexical=float(lexical[in_scope].max()) if in_scope.any() else 0.0,
-        dense=None,
-    )
+    `document_ids` that has a passage matching the query, and the best scores over the
+    search's scope. `lexical` is ({document id: [(passage id, score)]}, the best score over the
+    scope), from the term index or the database's full-text ranking; `dense` the vector
+    store's by_document() answer (None without a query vector)."""
+    lexical_by_document, lexical_best = lexical
+    lexical_by_id = {pid: score for ranked in lexical_by_document.values() for pid, score in ranked}
+    best = ScopeBest(lexical=lexical_best, dense=None)
     dense_by_document: dict[int, list[tuple[int, float]]] = {}
     if dense is not None:
         dense_by_document, dense_best = dense
         if dense_best is not None:
             best = ScopeBest(lexical=best.lexical, dense=dense_best)
-    lexical_by_document: dict[int, list[tuple[int, float]]] = {}
-    for position in np.flatnonzero(document_mask(terms.document_ids, document_ids) & (lexical > 0)):
-        document = int(terms.document_ids[position])
-        lexical_by_document.setdefault(document, []).append(
-            (int(terms.passage_ids[position]), float(lexical[position]))
-        )
     dense_of = {pid: s for ranked in dense_by_document.values() for pid, s in ranked}
     found: dict[int, list[DocumentHit]] = {}
     for document in document_ids:

@@ -29,6 +29,8 @@ SCORE_RANKS = (1, 10, 20, 50, 100, 200, 500, 1000)
 # Terms in at most this share of a corpus's passages get a score profile (see _essential):
 # building one scores every passage holding the term, once per change to the index.
 PROFILE_MAX_SHARE = 0.05
+# lexical_by_document(): the most passages it ranks over the documents asked for.
+BY_DOCUMENT_MAX_ROWS = 5000
 # Leaves room for floating-point rounding between FTS5's sums and ours.
 _SCORE_BOUND_SLACK = 1e-9
 # FTS5's bm25 constants (fts5_aux.c).
@@ -101,6 +103,43 @@ def lexical_ranking(
             document_ids,
             essential=fts5_any(essential) if essential else None,
         )
+
+
+def lexical_by_document(
+    *,
+    corpus_id: int,
+    version: int,
+    query: ParsedQuery,
+    document_ids: Sequence[int],
+    scope: Sequence[int] | None,
+) -> tuple[dict[int, list[tuple[int, float]]], float]:
+    """The term index's by_document() from the full-text index, for corpora too large for a
+    term index: ({document id: [(passage id, score)]}, the best score over `scope`'s
+    documents (None: the corpus)), at most BY_DOCUMENT_MAX_ROWS passages in all."""
+    common = {"corpus_id": corpus_id, "version": version, "query": query}
+    ranked = lexical_ranking(**common, limit=BY_DOCUMENT_MAX_ROWS, document_ids=document_ids)
+    top = lexical_ranking(**common, limit=1, document_ids=scope)
+    best = top[0][1] if top else 0.0
+    grouped: dict[int, list[tuple[int, float]]] = {}
+    if ranked:
+        scores = dict(ranked)
+        placeholders = ", ".join(["%s"] * len(scores))
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT id, document_id FROM corpora_passage WHERE id IN ({placeholders})",
+                list(scores),
+            )
+            for pid, document in cursor.fetchall():
+                grouped.setdefault(int(document), []).append((int(pid), scores[pid]))
+    return grouped, best
+
+
+def document_frequencies(*, corpus_id: int, version: int, words: Sequence[str]) -> tuple[dict[str, int], int]:
+    """({word: passages of the corpus holding it}, passages in the corpus) from the full-text
+    index (cached per index_version), for corpora too large for a term index."""
+    with connection.cursor() as cursor:
+        stats = term_statistics.for_corpus(cursor, corpus_id, version)
+        return {word: stats.document_frequency(cursor, word) for word in words}, stats.rows
 
 
 def phrase_candidates(

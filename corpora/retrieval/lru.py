@@ -33,6 +33,10 @@ class ByteBoundedLRU(Generic[V]):
             while len(self._items) > 1 and sum(map(self._size, self._items.values())) > self.max_bytes:
                 self._items.popitem(last=False)
 
+    def pop(self, key: Hashable) -> None:
+        with self._lock:
+            self._items.pop(key, None)
+
     def clear(self) -> None:
         with self._lock:
             self._items.clear()

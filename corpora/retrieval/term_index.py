@@ -34,6 +34,7 @@ from django.db.models import Count, Max, Model
 from django.db.models.base import ModelState
 
 from corpora.models import Document, Passage
+from corpora.retrieval.dense import document_mask
 from corpora.retrieval.lru import ByteBoundedLRU
 from corpora.retrieval.query import STOPWORDS, words
 
@@ -145,6 +146,21 @@ class TermIndex:
         candidates = candidates[np.lexsort((candidates, -scores[candidates]))]
         return list(zip(self.passage_ids[candidates].tolist(), scores[candidates].tolist(), strict=True))
 
+    def by_document(
+        self, terms: Iterable[str], *, document_ids: Sequence[int], scope: Sequence[int] | None
+    ) -> tuple[dict[int, list[tuple[int, float]]], float]:
+        """({document id: [(passage id, BM25)] for each of its passages holding a term}, the
+        best score over `scope`'s documents (None: the corpus), 0.0 when none holds one)."""
+        scores = self.scores(terms)
+        in_scope = document_mask(self.document_ids, scope)
+        best = float(scores[in_scope].max()) if in_scope.any() else 0.0
+        grouped: dict[int, list[tuple[int, float]]] = {}
+        for position in np.flatnonzero(document_mask(self.document_ids, document_ids) & (scores > 0)):
+            grouped.setdefault(int(self.document_ids[position]), []).append(
+                (int(self.passage_ids[position]), float(scores[position]))
+            )
+        return grouped, best
+
 
 def _loaded(model: type[M], names: Sequence[str], values: Sequence) -> M:
     """An instance as the ORM loads one with only `names` selected (the others deferred: they
@@ -216,7 +232,12 @@ class TermIndexCache:
     """Per-corpus term indexes, least recently used evicted past max_bytes; safe to share
     between threads. A corpus's index is looked up by its index_version: when that moved, one
     count query says whether its passages changed (an ingest) or only their vectors (an
-    embedding batch), and its documents' fields are read again."""
+    embedding batch), and its documents' fields are read again.
+
+    A corpus of more than `max_passages` passages (SEARCH_TERM_INDEX_MAX_PASSAGES) gets no
+    index: get_or_none() answers None, and its lexical rankings come from the database's
+    full-text index (corpora.retrieval.lexical), so that no process holds ~400 MB per million
+    passages."""
 
     def __init__(self, max_bytes: int) -> None:
         # corpus id -> (the index_version it was last checked at, the index)
@@ -225,11 +246,25 @@ class TermIndexCache:
         )
         self._lock = threading.Lock()
         self._building: dict[int, threading.Lock] = {}
+        # corpus id -> the index_version at which it was found too large for an index
+        self._oversized: dict[int, int] = {}
 
     def get(self, *, corpus_id: int, version: int) -> TermIndex:
+        index = self._get(corpus_id=corpus_id, version=version, max_passages=0)
+        assert index is not None  # noqa: S101 - no bound, always built
+        return index
+
+    def get_or_none(self, *, corpus_id: int, version: int, max_passages: int) -> TermIndex | None:
+        """The corpus's index, or None when it has more than `max_passages` passages (0: no
+        bound); the count is read once per index_version."""
+        return self._get(corpus_id=corpus_id, version=version, max_passages=max_passages)
+
+    def _get(self, *, corpus_id: int, version: int, max_passages: int) -> TermIndex | None:
         cached = self._items.get(corpus_id)
         if cached is not None and cached[0] == version:
             return cached[1]
+        if max_passages and self._oversized.get(corpus_id) == version:
+            return None
         with self._lock:
             building = self._building.setdefault(corpus_id, threading.Lock())
         with building:  # one build per corpus at a time; the others wait for it
@@ -237,6 +272,11 @@ class TermIndexCache:
             if cached is not None and cached[0] == version:  # built while this one waited
                 return cached[1]
             extent = _extent(corpus_id)
+            if max_passages and extent[0] > max_passages:
+                self._items.pop(corpus_id)
+                with self._lock:
+                    self._oversized[corpus_id] = version
+                return None
             if cached is not None and cached[1].extent == extent:
                 index = replace(cached[1], documents=_documents(corpus_id))
             else:
@@ -246,6 +286,8 @@ class TermIndexCache:
 
     def clear(self) -> None:
         self._items.clear()
+        with self._lock:
+            self._oversized.clear()
 
 
 def _extent(corpus_id: int) -> tuple[int, int]:
