@@ -36,6 +36,14 @@ _SCORE_BOUND_SLACK = 1e-9
 # FTS5's bm25 constants (fts5_aux.c).
 _FTS5_K1 = 1.2
 _FTS5_IDF_FLOOR = 1e-6
+# PostgreSQL's BM25 re-scoring (_pg_bm25): the ts_rank candidates it scores, and the passages
+# the corpus's mean length is estimated from. The constants are the term index's.
+PG_BM25_CANDIDATES_FACTOR = 2
+PG_BM25_CANDIDATES_MIN = 200
+PG_LENGTH_SAMPLE = 20_000
+_BM25_K1 = 1.2
+_BM25_B = 0.75
+_BM25_HEADING_WEIGHT = 0.5
 # Keeps a very common term from scoring exactly zero on PostgreSQL (FTS5 uses 1e-6).
 _PG_IDF_FLOOR = 1e-3
 
@@ -397,6 +405,8 @@ def _fts5_score_profile(cursor, scope: Fts5Scope, term: str) -> ScoreProfile:
 def _pg_rank(
     cursor, stats: _CorpusTerms, query: ParsedQuery, limit: int, document_ids
 ) -> list[tuple[int, float]]:
+    """The passages matching any term, ranked by IDF-weighted ts_rank; without phrases, its
+    top candidates are then ranked by BM25 (_pg_bm25)."""
     doc_sql, doc_params = _documents_clause(document_ids, "p.document_id")
     score_sql, score_params = [], []
     for term in query.terms:
@@ -407,14 +417,77 @@ def _pg_rank(
         weight = max([stats.idf(cursor, word) for word in phrase] + [_PG_IDF_FLOOR])
         score_sql.append("%s * ts_rank(p.search_vector, phraseto_tsquery('english', %s), 1)")
         score_params += [weight, " ".join(phrase)]
-    sql = (
-        f"SELECT p.id, ({' + '.join(score_sql)}) AS rank "
+    candidates = (
+        f"SELECT p.id, p.search_vector, ({' + '.join(score_sql)}) AS rank "
         "FROM corpora_passage p, websearch_to_tsquery('english', %s) q "
         "WHERE p.corpus_id = %s AND p.search_vector @@ q"
         f"{doc_sql} ORDER BY rank DESC, p.id LIMIT %s"
     )
-    cursor.execute(sql, [*score_params, websearch_any(query), stats.corpus_id, *doc_params, limit])
+    params = [*score_params, websearch_any(query), stats.corpus_id, *doc_params]
+    if query.phrases:
+        cursor.execute(f"SELECT id, rank FROM ({candidates}) c", [*params, limit])
+        return [(row[0], float(row[1])) for row in cursor.fetchall()]
+    depth = max(limit * PG_BM25_CANDIDATES_FACTOR, PG_BM25_CANDIDATES_MIN)
+    return _pg_bm25(cursor, stats, query, candidates, [*params, depth], limit)
+
+
+def _pg_bm25(
+    cursor, stats: _CorpusTerms, query: ParsedQuery, candidates: str, params: list, limit: int
+) -> list[tuple[int, float]]:
+    """BM25 over the candidates' tsvectors, as the in-memory term index scores (Lucene's IDF,
+    k1 and b, heading words at half weight, stopwords left out), so that a corpus searched
+    without a term index ranks alike: ts_rank has no document-length normalisation against
+    the corpus's average and saturates term frequency its own way, and hybrid search with it
+    found fewer gold excerpts in the top 10 (bench/retrieval.py). A term's frequency in a
+    passage is the count of its positions (text 'A', headings 'C' at half weight), a
+    passage's length the sum over its lexemes. Scoring unnests each candidate's tsvector, so
+    only the ts_rank top `params[-1]` are scored."""
+    idf = [_lucene_idf(stats.rows, stats.document_frequency(cursor, term)) for term in query.terms]
+    sql = (
+        f"WITH candidates AS MATERIALIZED ({candidates}), "
+        "terms AS (SELECT l AS lexeme, max(q.idf) AS idf "
+        "FROM unnest(%s::text[], %s::float8[]) AS q(term, idf), "
+        "unnest(tsvector_to_array(to_tsvector('english', q.term))) AS l GROUP BY l), "
+        # One pass over each candidate's lexemes: its length, and its matching terms'
+        # frequencies with their IDFs.
+        "scored AS (SELECT c.id, c.rank, sum(cardinality(u.positions)) AS dl, "
+        "array_agg(t.idf) FILTER (WHERE t.idf IS NOT NULL) AS idfs, "
+        "array_agg(coalesce(cardinality(array_positions(u.weights, 'A')), 0) "
+        "+ %s * coalesce(cardinality(array_positions(u.weights, 'C')), 0)) "
+        "FILTER (WHERE t.idf IS NOT NULL) AS tfs "
+        "FROM candidates c CROSS JOIN unnest(c.search_vector) u LEFT JOIN terms t ON t.lexeme = u.lexeme "
+        "GROUP BY c.id, c.rank) "
+        "SELECT id, coalesce((SELECT sum(z.idf * z.tf * %s / (z.tf + %s * (1 - %s + %s * dl / %s))) "
+        "FROM unnest(idfs, tfs) AS z(idf, tf)), 0) AS score "
+        "FROM scored ORDER BY score DESC, rank DESC, id LIMIT %s"
+    )
+    k1, b = _BM25_K1, _BM25_B
+    average = _pg_average_length(cursor, stats)
+    cursor.execute(
+        sql,
+        [*params, list(query.terms), idf, _BM25_HEADING_WEIGHT, k1 + 1, k1, b, b, average, limit],
+    )
     return [(row[0], float(row[1])) for row in cursor.fetchall()]
+
+
+def _lucene_idf(rows: int, holding: int) -> float:
+    return math.log(1 + (rows - holding + 0.5) / (holding + 0.5))
+
+
+def _pg_average_length(cursor, stats: _CorpusTerms) -> float:
+    """The mean passage length in tsvector positions, over up to PG_LENGTH_SAMPLE passages of
+    the corpus; cached per index_version."""
+    key = ("avgdl", stats.corpus_id, stats.version)
+    found = stats.cache.get(key)
+    if found is None:
+        cursor.execute(
+            "SELECT avg((SELECT coalesce(sum(cardinality(u.positions)), 0) FROM unnest(s.search_vector) u)) "
+            "FROM (SELECT search_vector FROM corpora_passage WHERE corpus_id = %s LIMIT %s) s",
+            [stats.corpus_id, PG_LENGTH_SAMPLE],
+        )
+        found = float(cursor.fetchone()[0] or 0.0) or 1.0
+        stats.cache.put(key, found)
+    return found
 
 
 def _pg_phrase(cursor, corpus_id: int, text: str, limit: int, document_ids) -> list[tuple[int, float]]:

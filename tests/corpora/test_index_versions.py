@@ -92,7 +92,9 @@ def test_nothing_is_kept_while_the_listener_is_down_and_it_listens_again(listeni
     # when the listener's connection is cut
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+            # this database's listener only: other processes on the server listen too
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE application_name = %s AND datname = current_database()",
             [APPLICATION_NAME],
         )
         assert cursor.fetchall() == [(True,)]

@@ -117,3 +117,30 @@ def test_corpora_ingested_in_turns_stay_apart(user):
     assert {h.passage.document.source_name for h in found} == {"a.txt", "c.txt"}
     assert {h.passage.corpus_id for h in other} == {second.pk}
     assert Passage.objects.filter(corpus=first).count() == 2
+
+
+def test_postgresql_scores_bm25_as_the_term_index_does(corpus):
+    # PostgreSQL ranks a query's ts_rank candidates by BM25 over their tsvectors, so that a
+    # corpus too large for a term index ranks as the term index would.
+    if connection.vendor != "postgresql":
+        pytest.skip("FTS5 has its own bm25()")
+    from corpora.models import Corpus
+    from corpora.retrieval.term_index import term_indexes
+
+    for name, text in (
+        ("a.txt", "The supplier's liability is capped at the fees paid."),
+        ("b.txt", "Either party may terminate this agreement for convenience."),
+        ("c.txt", "Termination does not limit liability for breach."),
+        ("d.txt", "Payment is due within thirty days of the invoice date."),
+    ):
+        ingest_text(corpus, name, text, schedule_embedding=False)
+    version = Corpus.objects.get(pk=corpus.pk).index_version
+    query = parse_query("terminating liabilities")
+
+    found = lexical.lexical_ranking(corpus_id=corpus.pk, version=version, query=query, limit=10)
+    expected = term_indexes.get(corpus_id=corpus.pk, version=version).rank(query.terms, limit=10)
+
+    assert [pid for pid, _ in found] == [pid for pid, _ in expected]
+    # the same formula and statistics; lengths differ a little, PostgreSQL's English stopword
+    # list being another than the query parser's
+    assert [score for _, score in found] == pytest.approx([score for _, score in expected], rel=0.1)
