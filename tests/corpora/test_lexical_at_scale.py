@@ -1,12 +1,13 @@
 """A corpus larger than SEARCH_TERM_INDEX_MAX_PASSAGES gets no in-memory term index: hybrid
-search's lexical leg, the per-document sweep search and term frequencies then come from the
-database's full-text index (FTS5 or tsvector), and answer as the term index does. The bound is
-set below these small corpora's size to take that path."""
+search's lexical leg, the per-document sweep search (tests/corpora/test_search_by_document.py)
+and term frequencies then come from the database's full-text index (FTS5 or tsvector), and
+answer as the term index does. The bound is set below these small corpora's size to take that
+path."""
 
 import pytest
 
 from corpora.retrieval.term_index import term_indexes
-from corpora.selectors import passage_search, passage_search_by_document, term_frequencies
+from corpora.selectors import passage_search, term_frequencies
 from corpora.services import passage_embed_pending
 from tests.corpora.test_search_by_document import _documents
 
@@ -59,28 +60,6 @@ def test_rankings_from_the_database_match_the_term_indexs(corpus, embedded, sett
         # the best hit is the same, and most of the top five
         assert from_database[0] == in_memory[0]
         assert len(set(from_database) & set(in_memory)) >= 3
-
-
-def test_the_document_sweep_search_ranks_each_document_from_the_database(corpus, embedded, settings):
-    # given a corpus over the bound
-    settings.SEARCH_TERM_INDEX_MAX_PASSAGES = 5
-    query = "Which contracts require insurance?"
-    # when every document is searched at once
-    evidence, best = passage_search_by_document(
-        corpus=corpus, query=query, document_ids=embedded, per_document=2
-    )
-    # then each document's hits are what a hybrid search scoped to it returns, in order
-    assert [e.document_id for e in evidence] == embedded
-    for document in evidence:
-        scoped = passage_search(corpus=corpus, query=query, top_k=2, document_ids=[document.document_id])
-        assert [p.pk for p, _ in document.hits] == [h.passage.pk for h in scoped]
-        assert all(p.document_id == document.document_id for p, _ in document.hits)
-        assert "nsurance" in " ".join(p.text for p, _ in document.hits)
-    # and the best scores are those of the whole corpus
-    every = [hit for document in evidence for _, hit in document.hits]
-    assert best.lexical == pytest.approx(max(hit.lexical for hit in every)) and best.lexical > 0
-    assert best.dense == max(hit.dense for hit in every) > 0
-    assert not _held(corpus)
 
 
 def test_term_frequencies_from_the_database_count_as_the_term_index_does(corpus, embedded, settings):

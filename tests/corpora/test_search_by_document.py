@@ -1,7 +1,10 @@
 """Retrieval scoped to each of many documents at once ranks each document's passages as a hybrid
 search scoped to that one document does, and keeps the raw scores behind the ranks."""
 
+import pytest
+
 from corpora.models import Passage
+from corpora.retrieval.term_index import term_indexes
 from corpora.selectors import passage_search, passage_search_by_document
 from corpora.services import passage_embed_pending
 from tests.factories import ingest_text
@@ -30,8 +33,13 @@ def _documents(corpus) -> list[int]:
     return ids
 
 
-def test_each_documents_hits_are_its_scoped_hybrid_search(corpus, embedding_server):
-    # given six documents with embedded passages
+@pytest.mark.parametrize("term_index_bound", [0, 5], ids=["term-index", "full-text-index"])
+def test_each_documents_hits_are_its_scoped_hybrid_search(
+    corpus, embedding_server, settings, term_index_bound
+):
+    # given six documents with embedded passages, ranked lexically by the in-memory term index
+    # or, for a corpus over SEARCH_TERM_INDEX_MAX_PASSAGES, by the database's full-text index
+    settings.SEARCH_TERM_INDEX_MAX_PASSAGES = term_index_bound
     documents = _documents(corpus)
     assert passage_embed_pending(corpus=corpus) > 0
     query = "Which contracts require insurance?"
@@ -47,8 +55,9 @@ def test_each_documents_hits_are_its_scoped_hybrid_search(corpus, embedding_serv
         assert all(p.document_id == document.document_id for p, _ in document.hits)
     # and the best scores are those of the whole corpus
     every = [hit for document in evidence for _, hit in document.hits]
-    assert best.lexical == max(hit.lexical for hit in every) > 0
+    assert best.lexical == pytest.approx(max(hit.lexical for hit in every)) and best.lexical > 0
     assert best.dense == max(hit.dense for hit in every) > 0
+    assert (term_indexes._items.get(corpus.pk) is None) == bool(term_index_bound)
 
 
 def test_without_embeddings_each_document_is_ranked_by_bm25_alone(corpus):
