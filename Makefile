@@ -16,7 +16,10 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[dev]"
 	touch $@
 
+# The bundled model's int8 ONNX export (EMBEDDING_ONNX_DIR), made now rather than on first use;
+# quick when it is there, and no failure of install when onnxruntime is missing.
 install: $(VENV)/.installed assets/graphiql/VERSIONS
+	$(BIN)/python manage.py embedding_export --if-available
 
 # GraphiQL's browser files from the npm registry, checked against graphene-django's hashes
 # (config/graphql/assets.py). Without them (no registry reachable) GraphiQL uses its CDN.

@@ -12,6 +12,7 @@ import urllib.request
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import cache, lru_cache
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import numpy as np
@@ -25,7 +26,11 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 MINILM_NAME = "all-MiniLM-L6-v2"
+# The same model exported to ONNX with int8 weights (corpora/onnx_embedding.py): its vectors
+# differ slightly from torch's, so they are stored, indexed and compared under their own name.
+MINILM_ONNX_NAME = "all-MiniLM-L6-v2-onnx-int8"
 MINILM_DIM = 384
+MINILM_RUNTIMES = ("auto", "onnx", "torch")
 
 
 T = TypeVar("T")
@@ -67,6 +72,10 @@ class InferenceThread:
     pool gives up the second core (6.5 ms). Here every query embedding gets all the cores,
     queries overtake waiting document batches, and a batch of `batch_size` texts is the
     longest a query waits behind one (about a second for 32 passages on a 2-core CPU).
+
+    The ONNX runtime (corpora/onnx_embedding.py) runs on it too: onnxruntime's session has
+    one pool of `threads` threads of its own, which one caller at a time keeps busy, and a
+    query still goes before the next document batch.
 
     Started on first use and again in a forked child (a Celery prefork worker), where the
     parent's thread does not exist."""
@@ -288,6 +297,8 @@ def get_embedder() -> Embedder | None:
         settings.EMBEDDING_API_KEY,
         settings.EMBEDDING_TIMEOUT_SECONDS,
         settings.EMBEDDING_THREADS,
+        settings.EMBEDDING_MINILM_RUNTIME,
+        str(settings.EMBEDDING_ONNX_DIR),
     )
 
 
@@ -302,18 +313,61 @@ def get_embedder_or_none() -> Embedder | None:
 
 @lru_cache(maxsize=4)
 def _embedder_for(
-    backend: str, url: str, model: str, api_key: str, timeout: float, threads: int
+    backend: str,
+    url: str,
+    model: str,
+    api_key: str,
+    timeout: float,
+    threads: int,
+    runtime: str = "auto",
+    onnx_dir: str = "",
 ) -> Embedder | None:
     backend = (backend or "none").strip().lower()
     if backend == "none":
         return None
     if backend == "minilm":
-        return MiniLMEmbedder(threads=threads)
+        return minilm_embedder(runtime=runtime, threads=threads, onnx_dir=onnx_dir)
     if backend == "openai":
         if not url:
             raise EmbeddingUnavailable("EMBEDDING_BACKEND=openai needs EMBEDDING_URL")
         return OpenAICompatibleEmbedder(base_url=url, model=model, api_key=api_key, timeout=timeout)
     raise EmbeddingUnavailable(f"unknown EMBEDDING_BACKEND {backend!r} (minilm, openai or none)")
+
+
+def minilm_embedder(*, runtime: str, threads: int, onnx_dir: str) -> "Embedder":
+    """The bundled model on the runtime the settings name. `auto` takes the int8 ONNX model
+    when onnxruntime is installed and the export works, else torch (said once per process:
+    this runs once per settings); `onnx` insists, and a failure is EmbeddingUnavailable."""
+    runtime = (runtime or "auto").strip().lower()
+    if runtime not in MINILM_RUNTIMES:
+        raise EmbeddingUnavailable(f"unknown EMBEDDING_MINILM_RUNTIME {runtime!r} (auto, onnx or torch)")
+    if runtime == "torch":
+        return MiniLMEmbedder(threads=threads)
+    path, error = _onnx_model(onnx_dir)
+    if path is not None:
+        from corpora.onnx_embedding import OnnxMiniLMEmbedder
+
+        return OnnxMiniLMEmbedder(path=path, threads=threads)
+    if runtime == "onnx":
+        raise EmbeddingUnavailable(f"the bundled model's ONNX runtime is unavailable: {error}")
+    logger.warning("the bundled model runs on torch: no ONNX model (%s)", error)
+    return MiniLMEmbedder(threads=threads)
+
+
+@lru_cache(maxsize=4)
+def _onnx_model(onnx_dir: str) -> tuple[Path | None, str]:
+    """The int8 model's file, or why there is none. A failure is kept for the process's life
+    (a restart tries again): an export that fails would otherwise be retried, for seconds,
+    by every search while EMBEDDING_MINILM_RUNTIME=onnx answers embedding_unavailable."""
+    try:
+        from corpora.onnx_embedding import onnx_model_ensure
+
+        return onnx_model_ensure(Path(onnx_dir))[0], ""
+    except ImportError as exc:
+        return None, str(exc)
+    except Exception as exc:  # an unwritable folder, a failed export: said with its traceback
+        logger.warning("the bundled model's ONNX export failed", exc_info=True)
+        return None, str(exc) or type(exc).__name__
 
 
 def _one_torch_thread() -> None:

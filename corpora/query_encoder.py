@@ -14,7 +14,11 @@ import warnings
 
 import numpy as np
 import torch
-from sentence_transformers.models import Normalize, Pooling
+
+try:
+    from sentence_transformers.sentence_transformer.modules import Normalize, Pooling
+except ImportError:  # sentence-transformers before 6
+    from sentence_transformers.models import Normalize, Pooling
 from tokenizers import Tokenizer
 
 

@@ -331,7 +331,12 @@ def passage_embed_pending(
     progress: Callable[[int], None] | None = None,
 ) -> int:
     """Embed the corpus's passages that have no vector from the current model, in batches,
-    each written in its own transaction so that dense search improves as it goes."""
+    each written in its own transaction so that dense search improves as it goes. A passage
+    holding another model's vector (the model or EMBEDDING_MINILM_RUNTIME changed) counts as
+    not embedded: it is re-embedded, its vector replaced in the same transaction in the
+    passage row and the vector store. Until then dense search, which compares only vectors
+    of the current model, does not see it (hybrid still finds it lexically), and corpus_stats
+    says the embedding is incomplete."""
     embedder = embedder or get_embedder()
     if embedder is None:
         return 0

@@ -187,9 +187,23 @@ EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "text-embedding-3-small")
 EMBEDDING_API_KEY = env_str("EMBEDDING_API_KEY")
 EMBEDDING_TIMEOUT_SECONDS = env_float("EMBEDDING_TIMEOUT_SECONDS", 60.0)
 EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 256)
-# torch threads under the bundled model (0: one per core). Every call into the model runs on one
-# thread per process (corpora.embedding.InferenceThread), so this is all it uses.
+# Threads under the bundled model, torch's or onnxruntime's (0: one per CPU the process may use).
+# Every call into the model runs on one thread per process (corpora.embedding.InferenceThread),
+# so this is all it uses.
 EMBEDDING_THREADS = env_int("EMBEDDING_THREADS", 0)
+# The bundled model's runtime: "onnx" (the model exported to ONNX with int8 weights, run by
+# onnxruntime: several times faster on a CPU; corpora/onnx_embedding.py), "torch"
+# (sentence-transformers), or "auto" (onnx when onnxruntime is installed and the export works,
+# else torch). The two store vectors under different names: a change re-embeds every passage.
+# torch by default: the int8 model's hybrid recall@10 on bench/retrieval.py is 0.02-0.03 below
+# torch's (README, Embedding runtimes), so it is a deployment's choice, not an upgrade's.
+EMBEDDING_MINILM_RUNTIME = env_str("EMBEDDING_MINILM_RUNTIME", "torch")
+# Where the ONNX export is kept (made by `manage.py embedding_export`, or on first use when
+# missing; a relative path is taken from the project folder).
+EMBEDDING_ONNX_DIR = BASE_DIR / env_str(
+    "EMBEDDING_ONNX_DIR",
+    str(Path(env_str("XDG_CACHE_HOME") or Path.home() / ".cache") / "deepcite" / "onnx"),
+)
 
 # Where dense search finds its vectors (corpora/retrieval/vector_store.py): "memory" (a matrix
 # per corpus in each process), "pgvector" (PostgreSQL with the vector extension: an HNSW index,

@@ -23,7 +23,10 @@ from tests.factories import ingest_samples, ingest_text
 
 @pytest.fixture
 def minilm(settings):
+    # The torch runtime: these tests hold its query encoder to encode(); the ONNX runtime's
+    # are in test_onnx_embedding.py.
     settings.EMBEDDING_BACKEND = "minilm"
+    settings.EMBEDDING_MINILM_RUNTIME = "torch"
     return get_embedder()
 
 
