@@ -22,7 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from common import percentile, temporary_postgres
+from common import interleaved_times, percentile, temporary_postgres
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = ROOT.parent / "shared" / "data" / "cuad"
@@ -119,17 +119,9 @@ def ingest(corpus, paths: list[Path]) -> dict:
 
 
 def latency(fns: dict, queries: list[str]) -> dict:
-    """p50/p95 per function. Each query runs every function back to back, in a rotating
-    order, so that the machine's drift hits all of them alike and their ratios hold."""
-    names = list(fns)
-    for name in names:  # warm caches (dense matrix, term statistics) as a running server would
-        fns[name](queries[0])
-    times: dict[str, list[float]] = {name: [] for name in names}
-    for i, query in enumerate(queries):
-        for name in names[i % len(names) :] + names[: i % len(names)]:
-            started = time.perf_counter()
-            fns[name](query)
-            times[name].append((time.perf_counter() - started) * 1000)
+    """p50/p95 per function, interleaved (common.interleaved_times); the first query warms the
+    caches (dense matrix, term statistics) as a running server's would be."""
+    times = interleaved_times(fns, queries, warmup=queries[:1])
     return {
         name: {
             "p50_ms": round(statistics.median(t), 2),

@@ -47,7 +47,7 @@ import time
 from pathlib import Path
 from urllib.parse import quote
 
-from common import percentile
+from common import interleaved_times, percentile
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH = Path(__file__).resolve().parent
@@ -924,7 +924,8 @@ def search(spec: dict) -> dict:
         "embedding": lambda q: embed_query_async(embedder, texts[q]).result(),
         "hybrid_end_to_end": with_embedder(embedder, "hybrid"),
     }
-    times = _interleaved(fns, queries)
+    # one warm-up pass of a few queries, then every function in a rotating order
+    times = interleaved_times(fns, queries, warmup=queries[:5])
     times["hybrid_included"] = [
         a + b for a, b in zip(times["hybrid_excluded"], times["embedding"], strict=True)
     ]
@@ -964,22 +965,6 @@ def search(spec: dict) -> dict:
             index, [index.prepare(vectors[texts[q]]) for q in queries[: spec["recall_queries"]]]
         )
     return result
-
-
-def _interleaved(fns: dict, queries: list[str]) -> dict[str, list[float]]:
-    """Milliseconds per query per function; each query runs every function back to back in a
-    rotating order (as bench/retrieval.py does), after one warm-up pass of a few queries."""
-    names = list(fns)
-    for query in queries[:5]:
-        for name in names:
-            fns[name](query)
-    times: dict[str, list[float]] = {name: [] for name in names}
-    for i, query in enumerate(queries):
-        for name in names[i % len(names) :] + names[: i % len(names)]:
-            started = time.perf_counter()
-            fns[name](query)
-            times[name].append((time.perf_counter() - started) * 1000)
-    return times
 
 
 def _ann_recall(index, prepared: list) -> dict:
