@@ -211,7 +211,7 @@ EMBEDDING_ONNX_DIR = BASE_DIR / env_str(
 SEARCH_VECTOR_BACKEND = env_str("SEARCH_VECTOR_BACKEND", "auto")
 # pgvector without HNSW indexes: every dense search is an exact scan in SQL.
 SEARCH_PGVECTOR_HNSW = env_bool("SEARCH_PGVECTOR_HNSW", True)
-# A corpus of more passages than this gets no in-memory term index (~22 MB per 10,000
+# A corpus of more passages than this gets no in-memory term index (~540 MB of RSS per 100,000
 # passages, their text included, in each searching process): hybrid's lexical leg, the
 # document sweep and term frequencies then come from the database's full-text index. 0: no bound.
 SEARCH_TERM_INDEX_MAX_PASSAGES = env_int("SEARCH_TERM_INDEX_MAX_PASSAGES", 100_000)
