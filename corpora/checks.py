@@ -30,6 +30,28 @@ def vector_backend_setting(app_configs, **kwargs) -> list[Error]:
     return []
 
 
+# pgvector's bounds for an HNSW index's build parameters (hnsw.h).
+HNSW_M_RANGE = (2, 100)
+HNSW_EF_CONSTRUCTION_MAX = 1000
+
+
+@register()
+def hnsw_parameters(app_configs, **kwargs) -> list[Error]:
+    """An index with parameters pgvector refuses would fail the first embedding batch."""
+    m, ef = settings.SEARCH_PGVECTOR_HNSW_M, settings.SEARCH_PGVECTOR_HNSW_EF_CONSTRUCTION
+    low, high = HNSW_M_RANGE
+    if low <= m <= high and 2 * m <= ef <= HNSW_EF_CONSTRUCTION_MAX:
+        return []
+    return [
+        Error(
+            f"SEARCH_PGVECTOR_HNSW_M={m}, SEARCH_PGVECTOR_HNSW_EF_CONSTRUCTION={ef}: pgvector "
+            f"takes m from {low} to {high} and ef_construction from 2 * m to {HNSW_EF_CONSTRUCTION_MAX}",
+            hint="pgvector's defaults are m = 16, ef_construction = 64",
+            id="corpora.E003",
+        )
+    ]
+
+
 @register(Tags.database)
 def vector_backend_database(app_configs, databases=None, **kwargs) -> list[Error]:
     """Needs the database: run by `check --database default` and by `migrate`. Before the

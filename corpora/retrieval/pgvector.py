@@ -154,10 +154,33 @@ def ensure_hnsw_index(connection: BaseDatabaseWrapper, *, model: str, dims: int)
         # The model name is a literal of the index predicate (a partial index cannot take a
         # parameter): quoted by the driver, and the dimension is an int.
         predicate = connection.ops.compose_sql("model = %s", [model])
+        m = int(settings.SEARCH_PGVECTOR_HNSW_M)
+        ef_construction = int(settings.SEARCH_PGVECTOR_HNSW_EF_CONSTRUCTION)
         cursor.execute(
             f"CREATE INDEX IF NOT EXISTS {name} ON {TABLE} "
-            f"USING hnsw ((embedding::halfvec({int(dims)})) halfvec_cosine_ops) WHERE {predicate}"
+            f"USING hnsw ((embedding::halfvec({int(dims)})) halfvec_cosine_ops) "
+            f"WITH (m = {m}, ef_construction = {ef_construction}) WHERE {predicate}"
         )
+
+
+def hnsw_indexes(connection: BaseDatabaseWrapper) -> list[str]:
+    """The names of the vector table's HNSW indexes, whatever their model."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = %s AND indexname LIKE %s ORDER BY indexname",
+            [TABLE, f"{TABLE}_hnsw_%"],
+        )
+        return [row[0] for row in cursor.fetchall()]
+
+
+def drop_hnsw_indexes(connection: BaseDatabaseWrapper, *, keep: Iterable[str] = ()) -> list[str]:
+    """Drop the HNSW indexes not named in `keep` (a model no passage uses any more, or all of
+    them before a rebuild with other parameters); the names dropped."""
+    dropped = [name for name in hnsw_indexes(connection) if name not in set(keep)]
+    with connection.cursor() as cursor:
+        for name in dropped:
+            cursor.execute(f"DROP INDEX IF EXISTS {connection.ops.quote_name(name)}")
+    return dropped
 
 
 # --- Writes ---------------------------------------------------------------------------------
@@ -199,17 +222,25 @@ def _insert(connection: BaseDatabaseWrapper, *, model: str, ids: Sequence[int], 
 class SyncResult:
     written: int
     removed: int
+    indexes_dropped: tuple[str, ...] = ()
 
 
 def sync(
-    connection: BaseDatabaseWrapper, *, corpus_ids: Iterable[int] | None = None, passage_model=None
+    connection: BaseDatabaseWrapper,
+    *,
+    corpus_ids: Iterable[int] | None = None,
+    passage_model=None,
+    reindex: bool = False,
 ) -> SyncResult:
     """Make the table hold exactly the stored embeddings (Passage.embedding) of the given
     corpora (None: all): rows for passages with no vector or another model's go, and every
     stored vector the table lacks or holds otherwise is written (`written`: those rows; a
     second run writes none). Batches of VECTOR_SYNC_BATCH, each in its own transaction when
     the caller has none; a model's HNSW index is built after its vectors are in (faster than
-    growing it row by row). `passage_model`: the migration's historical Passage."""
+    growing it row by row). A sync of every corpus drops the HNSW indexes of models no row
+    uses any more (after a change of embedding model); `reindex` drops them all first, so
+    that they are built again with SEARCH_PGVECTOR_HNSW_M / _EF_CONSTRUCTION.
+    `passage_model`: the migration's historical Passage."""
     if passage_model is None:
         from corpora.models import Passage as passage_model
 
@@ -224,6 +255,10 @@ def sync(
             scope_params,
         )
         removed = cursor.rowcount
+    dropped: list[str] = []
+    if reindex:
+        with transaction.atomic(using=connection.alias):
+            dropped += drop_hnsw_indexes(connection)
     passages = (
         passage_model.objects.using(connection.alias).exclude(embedding=None).exclude(embedding_model="")
     )
@@ -247,10 +282,23 @@ def sync(
                 dims_of[model] = matrix.shape[1]
                 written += _insert(connection, model=model, ids=[pk for pk, _ in rows], matrix=matrix)
         last_id = batch[-1][0]
-    with transaction.atomic(using=connection.alias):
+    with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
+        if corpus_ids is None or reindex:
+            # Every model that has rows keeps (or gets) its index, not only those written now.
+            cursor.execute(f"SELECT DISTINCT model FROM {TABLE}")  # noqa: S608
+            for (model,) in cursor.fetchall():
+                if model not in dims_of:
+                    cursor.execute(
+                        f"SELECT vector_dims(embedding) FROM {TABLE} WHERE model = %s LIMIT 1",  # noqa: S608
+                        [model],
+                    )
+                    dims_of[model] = int(cursor.fetchone()[0])
+        if corpus_ids is None:
+            in_use = {hnsw_index_name(model, dims) for model, dims in dims_of.items()}
+            dropped += drop_hnsw_indexes(connection, keep=in_use)
         for model, dims in dims_of.items():
             ensure_hnsw_index(connection, model=model, dims=dims)
-    return SyncResult(written=written, removed=removed)
+    return SyncResult(written=written, removed=removed, indexes_dropped=tuple(dropped))
 
 
 # --- Searches -------------------------------------------------------------------------------

@@ -154,6 +154,13 @@ def test_an_unknown_backend_fails_the_system_check(settings):
     assert [e.id for e in run_checks() if e.id.startswith("corpora.")] == ["corpora.E001"]
 
 
+@pytest.mark.parametrize(("m", "ef_construction"), [(1, 64), (101, 300), (16, 20), (16, 1001)])
+def test_hnsw_parameters_pgvector_refuses_fail_the_system_check(settings, m, ef_construction):
+    settings.SEARCH_PGVECTOR_HNSW_M = m
+    settings.SEARCH_PGVECTOR_HNSW_EF_CONSTRUCTION = ef_construction
+    assert [e.id for e in run_checks() if e.id.startswith("corpora.")] == ["corpora.E003"]
+
+
 def test_migration_0003_runs_back_and_forth_on_this_database(transactional_db, corpus, embedding_server):
     # given a migrated database with embedded passages
     _corpus_of_topics(corpus, documents=2)
@@ -273,6 +280,47 @@ def test_sync_rebuilds_the_table_from_stored_embeddings(pgvector_db, corpus, emb
     assert _vector_rows(corpus_id=corpus.pk) == embedded
     memory, database = _search_both(settings, corpus, query=QUERIES[0], top_k=5, mode="dense")
     _assert_same_hits(memory, database)
+
+
+def _index_definitions() -> dict[str, str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT indexname, indexdef FROM pg_indexes WHERE tablename = %s", [pgvector.TABLE])
+        return dict(cursor.fetchall())
+
+
+def test_sync_drops_the_index_of_a_model_no_passage_uses(hnsw, corpus, embedding_server):
+    # given an embedded corpus, and the index an earlier embedding model left behind
+    _corpus_of_topics(corpus, documents=2)
+    passage_embed_pending(corpus=corpus)
+    current = pgvector.hnsw_index_name("openai:bag-of-words", 64)
+    stale = pgvector.hnsw_index_name("openai:retired-model", 1536)
+    pgvector.ensure_hnsw_index(connection, model="openai:retired-model", dims=1536)
+    assert {current, stale} <= set(_index_definitions())
+    # when the table is synced
+    out = io.StringIO()
+    call_command("vector_store_sync", stdout=out)
+    # then the stale index is gone, named in the output, and the model in use keeps its own
+    assert json.loads(out.getvalue()) == {"written": 0, "removed": 0, "indexes_dropped": [stale]}
+    assert current in _index_definitions() and stale not in _index_definitions()
+
+
+def test_reindex_builds_the_index_again_with_the_given_parameters(hnsw, corpus, embedding_server, settings):
+    # given an embedded corpus whose index was built with pgvector's defaults
+    _corpus_of_topics(corpus, documents=2)
+    passage_embed_pending(corpus=corpus)
+    name = pgvector.hnsw_index_name("openai:bag-of-words", 64)
+    assert "m='16'" in _index_definitions()[name]
+    # when the parameters change and the command rebuilds the indexes
+    settings.SEARCH_PGVECTOR_HNSW_M = 24
+    settings.SEARCH_PGVECTOR_HNSW_EF_CONSTRUCTION = 96
+    out = io.StringIO()
+    call_command("vector_store_sync", "--reindex", stdout=out)
+    # then the index is the same one, built with them, and searches still use it
+    assert json.loads(out.getvalue())["indexes_dropped"] == [name]
+    definition = _index_definitions()[name]
+    assert "m='24'" in definition and "ef_construction='96'" in definition
+    settings.SEARCH_VECTOR_BACKEND = "pgvector"
+    assert passage_search(corpus=corpus, query=QUERIES[0], top_k=3, mode="dense")
 
 
 def test_an_unfiltered_search_walks_the_hnsw_index(hnsw, corpus, embedding_server, settings):

@@ -13,11 +13,18 @@ from ._cli import add_user_argument, corpus_for_cli, dumps
 class Command(BaseCommand):
     help = (
         "Create the pgvector extension and table where missing, then make the table hold every "
-        "stored embedding (of one corpus with --corpus); prints counts as JSON."
+        "stored embedding (of one corpus with --corpus), dropping the HNSW indexes of models no "
+        "passage uses; prints counts as JSON."
     )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--corpus", help="only this corpus (name or id, as --user sees it)")
+        parser.add_argument(
+            "--reindex",
+            action="store_true",
+            help="drop and build again every model's HNSW index (after changing "
+            "SEARCH_PGVECTOR_HNSW_M or SEARCH_PGVECTOR_HNSW_EF_CONSTRUCTION)",
+        )
         add_user_argument(parser)
 
     def handle(self, *args, **options) -> None:
@@ -27,6 +34,9 @@ class Command(BaseCommand):
         corpus_ids = None
         if options["corpus"]:
             corpus_ids = [corpus_for_cli(options["user"], options["corpus"]).pk]
-        result = pgvector.sync(connection, corpus_ids=corpus_ids)
+        result = pgvector.sync(connection, corpus_ids=corpus_ids, reindex=options["reindex"])
         forget()
-        self.stdout.write(dumps({"written": result.written, "removed": result.removed}))
+        output = {"written": result.written, "removed": result.removed}
+        if result.indexes_dropped:
+            output["indexes_dropped"] = list(result.indexes_dropped)
+        self.stdout.write(dumps(output))
