@@ -13,6 +13,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
 
 from corpora.retrieval.query import ParsedQuery, fts5_any, fts5_phrase, websearch_any
@@ -41,6 +42,8 @@ _FTS5_IDF_FLOOR = 1e-6
 PG_BM25_CANDIDATES_FACTOR = 2
 PG_BM25_CANDIDATES_MIN = 200
 PG_LENGTH_SAMPLE = 20_000
+# _pg_rank: how far past SEARCH_DATABASE_LEXICAL_MAX_ROWS it may widen to stay exact.
+PG_LEXICAL_WIDEN_FACTOR = 4
 _BM25_K1 = 1.2
 _BM25_B = 0.75
 _BM25_HEADING_WEIGHT = 0.5
@@ -405,8 +408,58 @@ def _fts5_score_profile(cursor, scope: Fts5Scope, term: str) -> ScoreProfile:
 def _pg_rank(
     cursor, stats: _CorpusTerms, query: ParsedQuery, limit: int, document_ids
 ) -> list[tuple[int, float]]:
-    """The passages matching any term, ranked by IDF-weighted ts_rank; without phrases, its
-    top candidates are then ranked by BM25 (_pg_bm25)."""
+    """The passages matching any term, ranked (_pg_rank_matching). In a large corpus only the
+    passages holding the query's rarer terms are scored: as many terms as keep the ranking the
+    one scoring every passage would give (MaxScore), within a row budget.
+
+    A passage's BM25 is the sum of its terms' contributions, and a term contributes at most
+    (k1 + 1) times its IDF. Terms are taken rarest first while their passages add up to at
+    most SEARCH_DATABASE_LEXICAL_MAX_ROWS (always the rarest); the left-out terms' ceilings
+    add up to the most a passage holding none of the taken terms could score. When the
+    `limit`-th result scores more, no such passage could have made the cut and the ranking
+    stands; otherwise just enough further terms are taken for that to hold (the cut only rises
+    as more passages are scored), up to PG_LEXICAL_WIDEN_FACTOR times the budget, beyond which
+    the ranking is the best within it. At a million passages the terms that survive
+    _informative still match hundreds of thousands of passages, and scoring them all took a
+    second a query (bench/scale.py)."""
+    budget = settings.SEARCH_DATABASE_LEXICAL_MAX_ROWS
+    small = not budget or len(query.terms) < 2 or stats.rows <= budget
+    if small or query.phrases or document_ids is not None:
+        return _pg_rank_matching(cursor, stats, query, query.terms, limit, document_ids)
+    frequencies = {t: stats.document_frequency(cursor, t) for t in query.terms}
+    ordered = sorted(query.terms, key=lambda t: (frequencies[t], t))
+    ceilings = [(_BM25_K1 + 1) * _lucene_idf(stats.rows, frequencies[t]) for t in ordered]
+
+    def left_out(taken: int) -> float:
+        return sum(ceilings[taken:]) * (1 + _SCORE_BOUND_SLACK)
+
+    def within(rows_at_most: int) -> int:
+        taken, rows = 1, frequencies[ordered[0]]
+        while taken < len(ordered) and rows + frequencies[ordered[taken]] <= rows_at_most:
+            rows += frequencies[ordered[taken]]
+            taken += 1
+        return taken
+
+    taken, widest = within(budget), within(budget * PG_LEXICAL_WIDEN_FACTOR)
+    while True:
+        ranked = _pg_rank_matching(cursor, stats, query, ordered[:taken], limit, None)
+        if taken == len(ordered):
+            return ranked
+        cut = ranked[limit - 1][1] if len(ranked) >= limit else 0.0
+        if cut > left_out(taken) or taken >= widest:
+            return ranked
+        needed = taken + 1
+        while needed < len(ordered) and left_out(needed) >= cut:
+            needed += 1
+        taken = min(needed, widest)
+
+
+def _pg_rank_matching(
+    cursor, stats: _CorpusTerms, query: ParsedQuery, matching: Sequence[str], limit: int, document_ids
+) -> list[tuple[int, float]]:
+    """The passages holding any of the `matching` terms (or a phrase), ranked by IDF-weighted
+    ts_rank over all the query's terms; without phrases, its top candidates are then ranked by
+    BM25 (_pg_bm25)."""
     doc_sql, doc_params = _documents_clause(document_ids, "p.document_id")
     score_sql, score_params = [], []
     for term in query.terms:
@@ -423,7 +476,8 @@ def _pg_rank(
         "WHERE p.corpus_id = %s AND p.search_vector @@ q"
         f"{doc_sql} ORDER BY rank DESC, p.id LIMIT %s"
     )
-    params = [*score_params, websearch_any(query), stats.corpus_id, *doc_params]
+    matched = dataclasses.replace(query, terms=tuple(matching))
+    params = [*score_params, websearch_any(matched), stats.corpus_id, *doc_params]
     if query.phrases:
         cursor.execute(f"SELECT id, rank FROM ({candidates}) c", [*params, limit])
         return [(row[0], float(row[1])) for row in cursor.fetchall()]

@@ -1,0 +1,125 @@
+"""PostgreSQL's lexical ranking in a corpus larger than SEARCH_DATABASE_LEXICAL_MAX_ROWS scores
+only the passages holding the query's rarer terms, and only as far as the ranking stays the one
+scoring every matching passage gives (corpora.retrieval.lexical._pg_rank). The budget is set
+below this small corpus's size to take that path."""
+
+import random
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from corpora.models import Corpus
+from corpora.retrieval.lexical import lexical_ranking, term_statistics
+from corpora.retrieval.query import parse_query
+from tests.factories import ingest_text
+
+# How many of the corpus's sections hold each word (one section, one passage).
+WORDS = {"zeppelin": 2, "indemnity": 6, "warranty": 14, "supplier": 30, "notice": 45}
+SECTIONS = 60
+FILLER = "the parties agree that this section applies as written between them".split()
+
+
+@pytest.fixture
+def postgres(db):
+    if connection.vendor != "postgresql":
+        pytest.skip("the row budget is PostgreSQL's (FTS5 prunes with score profiles)")
+
+
+@pytest.fixture
+def corpus_of_words(postgres, corpus):
+    """SECTIONS sections, each a passage, each holding a seeded mix of WORDS (some several
+    times) among filler, so that the words' BM25 contributions differ from passage to passage."""
+    rng = random.Random(7)
+    holders = {word: set(rng.sample(range(SECTIONS), count)) for word, count in WORDS.items()}
+    sections = []
+    for i in range(SECTIONS):
+        words = [rng.choice(FILLER) for _ in range(rng.randint(100, 130))]
+        for word, held_by in holders.items():
+            if i in held_by:
+                for _ in range(rng.randint(1, 3)):
+                    words.insert(rng.randrange(len(words) + 1), word)
+        sections.append(f"## Section {i}\n\n" + " ".join(words) + ".")
+    ingest_text(corpus, "words.txt", "\n\n".join(sections) + "\n", schedule_embedding=False)
+    assert corpus.passages.count() == SECTIONS  # one passage a section, as WORDS counts
+    term_statistics.clear()
+    return corpus
+
+
+def _ranking(corpus, settings, query: str, *, budget: int, limit: int) -> tuple[list, list[str]]:
+    """(the ranking, the websearch strings of the ranking statements it ran)."""
+    settings.SEARCH_DATABASE_LEXICAL_MAX_ROWS = budget
+    version = Corpus.objects.values_list("index_version", flat=True).get(pk=corpus.pk)
+    parsed = parse_query(query)
+    # the terms' counts first, so that only ranking statements are captured
+    lexical_ranking(corpus_id=corpus.pk, version=version, query=parsed, limit=1)
+    with CaptureQueriesContext(connection) as captured:
+        ranked = lexical_ranking(corpus_id=corpus.pk, version=version, query=parsed, limit=limit)
+    matched = [q["sql"] for q in captured.captured_queries if "websearch_to_tsquery" in q["sql"]]
+    return ranked, matched
+
+
+def _matched_terms(sql: str) -> set[str]:
+    """The words of the websearch_to_tsquery argument in an executed statement."""
+    argument = sql.split("websearch_to_tsquery('english', '", 1)[1].split("')", 1)[0]
+    return set(argument.split(" or "))
+
+
+def test_a_rare_term_decides_alone_when_no_other_passage_can_make_the_cut(corpus_of_words, settings):
+    passages = corpus_of_words.passages.count()
+    # when a query of a rare word and a common one asks for the best passage, in a corpus over
+    # the budget
+    ranked, statements = _ranking(corpus_of_words, settings, "zeppelin notice", budget=passages // 4, limit=1)
+    full, _ = _ranking(corpus_of_words, settings, "zeppelin notice", budget=0, limit=1)
+    # then one statement scored only the rare word's passages, and the answer is the full one
+    assert len(statements) == 1 and _matched_terms(statements[0]) == {"zeppelin"}
+    assert ranked == full
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "zeppelin notice",
+        "indemnity warranty supplier",
+        "warranty supplier notice",
+        "zeppelin indemnity warranty supplier notice",
+        "supplier notice",
+    ],
+)
+@pytest.mark.parametrize("limit", [1, 5, 20])
+def test_the_pruned_ranking_is_the_full_ranking(corpus_of_words, settings, query, limit):
+    # given a budget below the corpus's passages, which widening can still reach in full
+    budget = corpus_of_words.passages.count() // 4 + 1
+    # when a query is ranked with the budget and without
+    pruned, _ = _ranking(corpus_of_words, settings, query, budget=budget, limit=limit)
+    full, _ = _ranking(corpus_of_words, settings, query, budget=0, limit=limit)
+    # then the passages and their scores are the same
+    assert [pid for pid, _ in pruned] == [pid for pid, _ in full]
+    assert [round(s, 9) for _, s in pruned] == [round(s, 9) for _, s in full]
+
+
+def test_a_deep_cut_takes_more_terms_in_a_second_round(corpus_of_words, settings):
+    # given a budget that holds only the rarest words' passages
+    budget = WORDS["zeppelin"] + WORDS["indemnity"]
+    query = "zeppelin indemnity warranty"
+    # when the query asks for more passages than those words' holders
+    ranked, statements = _ranking(corpus_of_words, settings, query, budget=budget, limit=12)
+    full, _ = _ranking(corpus_of_words, settings, query, budget=0, limit=12)
+    # then the first round scored the rare words' passages, the second took the next word in
+    # too, and the answer is the full ranking
+    assert [_matched_terms(sql) for sql in statements] == [
+        {"zeppelin", "indemnity"},
+        {"zeppelin", "indemnity", "warranty"},
+    ]
+    assert [pid for pid, _ in ranked] == [pid for pid, _ in full]
+
+
+def test_widening_stops_at_its_bound_with_the_best_it_scored(corpus_of_words, settings):
+    # given a budget of one passage: widening reaches four at most
+    query = "zeppelin warranty notice"
+    ranked, statements = _ranking(corpus_of_words, settings, query, budget=1, limit=10)
+    # then only the rarest word was scored, its holders ranked first as in the full ranking
+    assert [_matched_terms(sql) for sql in statements] == [{"zeppelin"}]
+    full, _ = _ranking(corpus_of_words, settings, query, budget=0, limit=10)
+    assert len(ranked) == WORDS["zeppelin"]
+    assert [pid for pid, _ in ranked] == [pid for pid, _ in full if pid in dict(ranked)]
