@@ -191,16 +191,21 @@ class ScoreProfile:
 @dataclasses.dataclass
 class _CorpusTerms:
     """Passage count, term document frequencies and score profiles of one corpus at one
-    index_version."""
+    index_version. Frequencies and lengths are keyed by the corpus's passages (`extent`: their
+    count and first and last id) rather than the version, which every embedding batch bumps:
+    passages are never edited, only added (a new, higher id) or deleted (a lower count), so
+    the extent changes exactly when what is counted can, and a corpus being embedded (a day
+    for a million passages on a CPU) keeps its counts, each a scan of the term's passages."""
 
     corpus_id: int
     version: int
     rows: int
     scope: Fts5Scope
     cache: "TermStatistics"
+    extent: tuple[int, int | None, int | None] = (0, None, None)
 
     def document_frequency(self, cursor, term: str) -> int:
-        key = ("df", self.corpus_id, self.version, term)
+        key = ("df", self.corpus_id, self.extent, term)
         found = self.cache.get(key)
         if found is None:
             found = _count_matches(cursor, self.scope, term)
@@ -250,8 +255,10 @@ class TermStatistics:
         if found is None:
             found = _corpus_extent(cursor, corpus_id)
             self.put(key, found)
-        rows, scope = found
-        return _CorpusTerms(corpus_id=corpus_id, version=version, rows=rows, scope=scope, cache=self)
+        rows, scope, extent = found
+        return _CorpusTerms(
+            corpus_id=corpus_id, version=version, rows=rows, scope=scope, cache=self, extent=extent
+        )
 
     def clear(self) -> None:
         with self._lock:
@@ -261,20 +268,21 @@ class TermStatistics:
 term_statistics = TermStatistics()
 
 
-def _corpus_extent(cursor, corpus_id: int) -> tuple[int, Fts5Scope]:
-    """The corpus's passage count, and its FTS5 scope. Stays true until the corpus's
-    index_version moves: passage ids only grow, so no other corpus's passage can later land
-    between its first and last id."""
+def _corpus_extent(cursor, corpus_id: int) -> tuple[int, Fts5Scope, tuple]:
+    """The corpus's passage count, its FTS5 scope and its extent (count, first id, last id).
+    Stays true until the corpus's index_version moves: passage ids only grow, so no other
+    corpus's passage can later land between its first and last id."""
     cursor.execute("SELECT count(*), min(id), max(id) FROM corpora_passage WHERE corpus_id = %s", [corpus_id])
     rows, first_id, last_id = cursor.fetchone()
+    extent = (rows, first_id, last_id)
     if not rows:
-        return 0, Fts5Scope(corpus_id)
+        return 0, Fts5Scope(corpus_id), extent
     if rows != last_id - first_id + 1:
         # Gaps: deleted passages are harmless, another corpus's are not.
         cursor.execute("SELECT count(*) FROM corpora_passage WHERE id BETWEEN %s AND %s", [first_id, last_id])
         if cursor.fetchone()[0] != rows:
-            return rows, Fts5Scope(corpus_id)
-    return rows, Fts5Scope(corpus_id, first_id, last_id)
+            return rows, Fts5Scope(corpus_id), extent
+    return rows, Fts5Scope(corpus_id, first_id, last_id), extent
 
 
 def _count_matches(cursor, scope: Fts5Scope, term: str) -> int:
@@ -530,8 +538,8 @@ def _lucene_idf(rows: int, holding: int) -> float:
 
 def _pg_average_length(cursor, stats: _CorpusTerms) -> float:
     """The mean passage length in tsvector positions, over up to PG_LENGTH_SAMPLE passages of
-    the corpus; cached per index_version."""
-    key = ("avgdl", stats.corpus_id, stats.version)
+    the corpus; cached per extent (see _CorpusTerms)."""
+    key = ("avgdl", stats.corpus_id, stats.extent)
     found = stats.cache.get(key)
     if found is None:
         cursor.execute(

@@ -5,11 +5,15 @@ answer as the term index does. The bound is set below these small corpora's size
 path."""
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
+from corpora.retrieval.lexical import term_statistics
 from corpora.retrieval.term_index import term_indexes
 from corpora.selectors import passage_search, term_frequencies
-from corpora.services import passage_embed_pending
+from corpora.services import corpus_bump_index_version, passage_embed_pending
 from tests.corpora.test_search_by_document import _documents
+from tests.factories import ingest_text
 
 QUERIES = [
     "Which contracts require insurance?",
@@ -72,3 +76,34 @@ def test_term_frequencies_from_the_database_count_as_the_term_index_does(corpus,
     assert from_database == in_memory
     assert in_memory[0]["insurance"] > 0 and in_memory[0]["zebra"] == 0
     assert not _held(corpus)
+
+
+def _term_counts_run(corpus, words) -> tuple[dict, int]:
+    """(term_frequencies' answer, how many statements counted a term's passages)."""
+    with CaptureQueriesContext(connection) as captured:
+        frequencies, _ = term_frequencies(corpus=corpus, words=words)
+    counting = [
+        q["sql"]
+        for q in captured.captured_queries
+        if "count(*)" in q["sql"] and ("MATCH" in q["sql"] or "@@" in q["sql"])
+    ]
+    return frequencies, len(counting)
+
+
+def test_term_counts_outlive_an_embedding_batch_but_not_new_passages(corpus, embedded, settings):
+    # given a corpus over the bound, whose term counts come from the full-text index
+    settings.SEARCH_TERM_INDEX_MAX_PASSAGES = 5
+    term_statistics.clear()
+    words = ["insurance", "liability"]
+    first, counted = _term_counts_run(corpus, words)
+    assert counted == len(words)
+    # when an embedding batch bumps the corpus's index_version (its passages unchanged)
+    corpus_bump_index_version(corpus_id=corpus.pk)
+    again, recounted = _term_counts_run(corpus, words)
+    # then the counts are reused
+    assert (again, recounted) == (first, 0)
+    # and when a document adds passages, they are counted anew
+    ingest_text(corpus, "policy.txt", "The supplier keeps insurance against liability and more insurance.\n")
+    after, counted_after = _term_counts_run(corpus, words)
+    assert counted_after == len(words)
+    assert after == {word: first[word] + 1 for word in words}
