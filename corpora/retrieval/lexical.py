@@ -42,8 +42,10 @@ _FTS5_IDF_FLOOR = 1e-6
 PG_BM25_CANDIDATES_FACTOR = 2
 PG_BM25_CANDIDATES_MIN = 200
 PG_LENGTH_SAMPLE = 20_000
-# _pg_rank: how far past SEARCH_DATABASE_LEXICAL_MAX_ROWS it may widen to stay exact.
+# _pg_rank: how far past its row budget it may widen for MaxScore's bound, and the least
+# budget per result asked for (a budget below the depth asked leaves nothing to choose from).
 PG_LEXICAL_WIDEN_FACTOR = 4
+PG_LEXICAL_ROWS_PER_RESULT = 10
 _BM25_K1 = 1.2
 _BM25_B = 0.75
 _BM25_HEADING_WEIGHT = 0.5
@@ -147,7 +149,8 @@ def lexical_by_document(
 
 def document_frequencies(*, corpus_id: int, version: int, words: Sequence[str]) -> tuple[dict[str, int], int]:
     """({word: passages of the corpus holding it}, passages in the corpus) from the full-text
-    index (cached per index_version), for corpora too large for a term index."""
+    index (cached while the corpus's passages stay the same), for corpora too large for a
+    term index."""
     with connection.cursor() as cursor:
         stats = term_statistics.for_corpus(cursor, corpus_id, version)
         return {word: stats.document_frequency(cursor, word) for word in words}, stats.rows
@@ -190,9 +193,10 @@ class ScoreProfile:
 
 @dataclasses.dataclass
 class _CorpusTerms:
-    """Passage count, term document frequencies and score profiles of one corpus at one
+    """Passage count, term document frequencies and score profiles of one corpus, read at one
     index_version. Frequencies and lengths are keyed by the corpus's passages (`extent`: their
-    count and first and last id) rather than the version, which every embedding batch bumps:
+    count, first and last id and the sum of their ids) rather than the version, which every
+    embedding batch bumps:
     passages are never edited, only added (a new, higher id) or deleted (a lower count), so
     the extent changes exactly when what is counted can, and a corpus being embedded (a day
     for a million passages on a CPU) keeps its counts, each a scan of the term's passages."""
@@ -202,7 +206,7 @@ class _CorpusTerms:
     rows: int
     scope: Fts5Scope
     cache: "TermStatistics"
-    extent: tuple[int, int | None, int | None] = (0, None, None)
+    extent: tuple = (0, None, None, 0)
 
     def document_frequency(self, cursor, term: str) -> int:
         key = ("df", self.corpus_id, self.extent, term)
@@ -230,8 +234,8 @@ class _CorpusTerms:
 
 class TermStatistics:
     """A bounded, thread-safe cache of per-corpus statistics; entries are keyed by the
-    corpus's index_version, which every ingest and embedding batch bumps, or by the lexical
-    index's fingerprint."""
+    corpus's index_version (which every ingest and embedding batch bumps), by its passages'
+    extent (see _CorpusTerms) or by the lexical index's fingerprint."""
 
     max_entries = 100_000
 
@@ -269,12 +273,15 @@ term_statistics = TermStatistics()
 
 
 def _corpus_extent(cursor, corpus_id: int) -> tuple[int, Fts5Scope, tuple]:
-    """The corpus's passage count, its FTS5 scope and its extent (count, first id, last id).
+    """The corpus's passage count, its FTS5 scope and its extent (count, first id, last id,
+    sum of ids: a deletion and an insertion of as many passages change the sum).
     Stays true until the corpus's index_version moves: passage ids only grow, so no other
     corpus's passage can later land between its first and last id."""
-    cursor.execute("SELECT count(*), min(id), max(id) FROM corpora_passage WHERE corpus_id = %s", [corpus_id])
-    rows, first_id, last_id = cursor.fetchone()
-    extent = (rows, first_id, last_id)
+    cursor.execute(
+        "SELECT count(*), min(id), max(id), sum(id) FROM corpora_passage WHERE corpus_id = %s", [corpus_id]
+    )
+    rows, first_id, last_id, id_sum = cursor.fetchone()
+    extent = (rows, first_id, last_id, int(id_sum or 0))
     if not rows:
         return 0, Fts5Scope(corpus_id), extent
     if rows != last_id - first_id + 1:
@@ -417,21 +424,24 @@ def _pg_rank(
     cursor, stats: _CorpusTerms, query: ParsedQuery, limit: int, document_ids
 ) -> list[tuple[int, float]]:
     """The passages matching any term, ranked (_pg_rank_matching). In a large corpus only the
-    passages holding the query's rarer terms are scored: as many terms as keep the ranking the
-    one scoring every passage would give (MaxScore), within a row budget.
+    passages holding the query's rarer terms are scored: as many terms as MaxScore's bound
+    needs, within a row budget.
 
-    A passage's BM25 is the sum of its terms' contributions, and a term contributes at most
-    (k1 + 1) times its IDF. Terms are taken rarest first while their passages add up to at
-    most SEARCH_DATABASE_LEXICAL_MAX_ROWS (always the rarest); the left-out terms' ceilings
-    add up to the most a passage holding none of the taken terms could score. When the
-    `limit`-th result scores more, no such passage could have made the cut and the ranking
-    stands; otherwise just enough further terms are taken for that to hold (the cut only rises
-    as more passages are scored), up to PG_LEXICAL_WIDEN_FACTOR times the budget, beyond which
-    the ranking is the best within it. At a million passages the terms that survive
-    _informative still match hundreds of thousands of passages, and scoring them all took a
-    second a query (bench/scale.py)."""
-    budget = settings.SEARCH_DATABASE_LEXICAL_MAX_ROWS
-    small = not budget or len(query.terms) < 2 or stats.rows <= budget
+    A passage's BM25 is the sum of its terms' contributions, and a term contributes less than
+    (k1 + 1) times its IDF. Terms are taken rarest first while their passages add up to at most
+    the budget (SEARCH_DATABASE_LEXICAL_MAX_ROWS, and at least PG_LEXICAL_ROWS_PER_RESULT per
+    result asked for; always the rarest term); the left-out terms' ceilings add up to the most
+    a passage holding none of the taken terms could score. When the `limit`-th result scores
+    more, no such passage could reach the BM25 top `limit` and the ranking stands; otherwise
+    just enough further terms are taken for that to hold (the cut only rises as more passages
+    are scored), up to PG_LEXICAL_WIDEN_FACTOR times the budget, beyond which the ranking is
+    the best within it, unless that is fewer than `limit` passages: then every term is taken.
+    (As without a budget, BM25 scores the ts_rank top of the passages scored, so passages
+    holding only left-out terms can change which reach it.) At a million passages the terms
+    that survive _informative still match hundreds of thousands of passages, and scoring them
+    all took half a second to a second a query (bench/scale.py)."""
+    budget = max(settings.SEARCH_DATABASE_LEXICAL_MAX_ROWS, PG_LEXICAL_ROWS_PER_RESULT * limit)
+    small = not settings.SEARCH_DATABASE_LEXICAL_MAX_ROWS or len(query.terms) < 2 or stats.rows <= budget
     if small or query.phrases or document_ids is not None:
         return _pg_rank_matching(cursor, stats, query, query.terms, limit, document_ids)
     frequencies = {t: stats.document_frequency(cursor, t) for t in query.terms}
@@ -453,7 +463,11 @@ def _pg_rank(
         ranked = _pg_rank_matching(cursor, stats, query, ordered[:taken], limit, None)
         if taken == len(ordered):
             return ranked
-        cut = ranked[limit - 1][1] if len(ranked) >= limit else 0.0
+        if len(ranked) < limit:
+            # Too few passages hold the taken terms: the rest must be scored to fill the answer.
+            taken = len(ordered) if taken >= widest else widest
+            continue
+        cut = ranked[limit - 1][1]
         if cut > left_out(taken) or taken >= widest:
             return ranked
         needed = taken + 1

@@ -10,6 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from corpora.models import Corpus
+from corpora.retrieval import lexical
 from corpora.retrieval.lexical import lexical_ranking, term_statistics
 from corpora.retrieval.query import parse_query
 from tests.factories import ingest_text
@@ -27,7 +28,7 @@ def postgres(db):
 
 
 @pytest.fixture
-def corpus_of_words(postgres, corpus):
+def corpus_of_words(postgres, corpus, monkeypatch):
     """SECTIONS sections, each a passage, each holding a seeded mix of WORDS (some several
     times) among filler, so that the words' BM25 contributions differ from passage to passage."""
     rng = random.Random(7)
@@ -43,6 +44,8 @@ def corpus_of_words(postgres, corpus):
     ingest_text(corpus, "words.txt", "\n\n".join(sections) + "\n", schedule_embedding=False)
     assert corpus.passages.count() == SECTIONS  # one passage a section, as WORDS counts
     term_statistics.clear()
+    # budgets as small as this corpus needs (test_the_budget_is_at_least_ten_rows_a_result)
+    monkeypatch.setattr(lexical, "PG_LEXICAL_ROWS_PER_RESULT", 1)
     return corpus
 
 
@@ -91,9 +94,11 @@ def test_the_pruned_ranking_is_the_full_ranking(corpus_of_words, settings, query
     # given a budget below the corpus's passages, which widening can still reach in full
     budget = corpus_of_words.passages.count() // 4 + 1
     # when a query is ranked with the budget and without
-    pruned, _ = _ranking(corpus_of_words, settings, query, budget=budget, limit=limit)
+    pruned, statements = _ranking(corpus_of_words, settings, query, budget=budget, limit=limit)
     full, _ = _ranking(corpus_of_words, settings, query, budget=0, limit=limit)
-    # then the passages and their scores are the same
+    # then the first round scored the passages of some of the terms only, and the passages
+    # and their scores are the full ranking's
+    assert _matched_terms(statements[0]) < set(parse_query(query).terms)
     assert [pid for pid, _ in pruned] == [pid for pid, _ in full]
     assert [round(s, 9) for _, s in pruned] == [round(s, 9) for _, s in full]
 
@@ -115,11 +120,34 @@ def test_a_deep_cut_takes_more_terms_in_a_second_round(corpus_of_words, settings
 
 
 def test_widening_stops_at_its_bound_with_the_best_it_scored(corpus_of_words, settings):
-    # given a budget of one passage: widening reaches four at most
-    query = "zeppelin warranty notice"
-    ranked, statements = _ranking(corpus_of_words, settings, query, budget=1, limit=10)
-    # then only the rarest word was scored, its holders ranked first as in the full ranking
+    # given a budget of one passage: widening reaches four at most, less than the next word's
+    query = "zeppelin indemnity warranty"
+    ranked, statements = _ranking(corpus_of_words, settings, query, budget=1, limit=1)
+    # then only the rarest word was scored, and the answer is its best holder in the full ranking
     assert [_matched_terms(sql) for sql in statements] == [{"zeppelin"}]
+    full, _ = _ranking(corpus_of_words, settings, query, budget=0, limit=SECTIONS)
+    holders = {pid for pid, _ in _ranking(corpus_of_words, settings, "zeppelin", budget=0, limit=SECTIONS)[0]}
+    assert [pid for pid, _ in ranked] == [pid for pid, _ in full if pid in holders][:1]
+
+
+def test_an_answer_short_of_the_limit_takes_every_term(corpus_of_words, settings):
+    # given a budget whose widening reaches no further than the two rarest words' passages
+    query = "zeppelin indemnity notice"
+    # when more passages are asked for than those words' holders
+    ranked, statements = _ranking(corpus_of_words, settings, query, budget=1, limit=10)
+    # then every word is scored, and the answer is the full ranking
+    assert [_matched_terms(sql) for sql in statements] == [
+        {"zeppelin", "indemnity"},
+        {"zeppelin", "indemnity", "notice"},
+    ]
     full, _ = _ranking(corpus_of_words, settings, query, budget=0, limit=10)
-    assert len(ranked) == WORDS["zeppelin"]
-    assert [pid for pid, _ in ranked] == [pid for pid, _ in full if pid in dict(ranked)]
+    assert ranked == full and len(ranked) == 10
+
+
+def test_the_budget_is_at_least_ten_rows_a_result(corpus_of_words, settings, monkeypatch):
+    monkeypatch.setattr(lexical, "PG_LEXICAL_ROWS_PER_RESULT", 10)
+    # given a budget of one passage, and a query asking for three
+    query = "zeppelin indemnity warranty supplier"
+    _, statements = _ranking(corpus_of_words, settings, query, budget=1, limit=3)
+    # then the first round took the words whose passages fit in thirty rows, not one
+    assert _matched_terms(statements[0]) == {"zeppelin", "indemnity", "warranty"}
