@@ -6,6 +6,7 @@ from django.conf import settings
 from django.core.checks import Error, Tags, register
 from django.db import DEFAULT_DB_ALIAS, connections
 
+from corpora.constants import PGVECTOR_EF_SEARCH_MAX
 from corpora.retrieval import pgvector
 
 # corpora.retrieval.vector_store's names, without importing it (and torch) at every startup.
@@ -39,17 +40,28 @@ HNSW_EF_CONSTRUCTION_MAX = 1000
 def hnsw_parameters(app_configs, **kwargs) -> list[Error]:
     """An index with parameters pgvector refuses would fail the first embedding batch."""
     m, ef = settings.SEARCH_PGVECTOR_HNSW_M, settings.SEARCH_PGVECTOR_HNSW_EF_CONSTRUCTION
+    ef_search = settings.SEARCH_PGVECTOR_EF_SEARCH
     low, high = HNSW_M_RANGE
-    if low <= m <= high and 2 * m <= ef <= HNSW_EF_CONSTRUCTION_MAX:
-        return []
-    return [
-        Error(
-            f"SEARCH_PGVECTOR_HNSW_M={m}, SEARCH_PGVECTOR_HNSW_EF_CONSTRUCTION={ef}: pgvector "
-            f"takes m from {low} to {high} and ef_construction from 2 * m to {HNSW_EF_CONSTRUCTION_MAX}",
-            hint="pgvector's defaults are m = 16, ef_construction = 64",
-            id="corpora.E003",
+    errors = []
+    if not (low <= m <= high and 2 * m <= ef <= HNSW_EF_CONSTRUCTION_MAX):
+        errors.append(
+            Error(
+                f"SEARCH_PGVECTOR_HNSW_M={m}, SEARCH_PGVECTOR_HNSW_EF_CONSTRUCTION={ef}: pgvector "
+                f"takes m from {low} to {high} and ef_construction from 2 * m to {HNSW_EF_CONSTRUCTION_MAX}",
+                hint="the defaults are m = 32, ef_construction = 128",
+                id="corpora.E003",
+            )
         )
-    ]
+    if not 1 <= ef_search <= PGVECTOR_EF_SEARCH_MAX:
+        errors.append(
+            Error(
+                f"SEARCH_PGVECTOR_EF_SEARCH={ef_search}: pgvector takes hnsw.ef_search from 1 to "
+                f"{PGVECTOR_EF_SEARCH_MAX}",
+                hint="the default is 800",
+                id="corpora.E003",
+            )
+        )
+    return errors
 
 
 @register(Tags.database)

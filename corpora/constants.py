@@ -12,9 +12,7 @@ SEARCH_MAX_QUERY_CHARS = 2000
 # How deep each ranker looks before fusion (at least twice the results asked for).
 FUSION_CANDIDATES_MIN = 200
 NEIGHBOURS_MAX_WINDOW = 10
-# pgvector's hnsw.ef_search for a search of k rows: max(k, MIN), at most pgvector's own MAX
-# (bench/scale.py at 100k passages: recall@50 against exact 0.83 at 100, 0.97 at 400, +1 ms).
-PGVECTOR_EF_SEARCH_MIN = 400
+# pgvector's largest hnsw.ef_search (a search of k rows uses max(k, SEARCH_PGVECTOR_EF_SEARCH)).
 PGVECTOR_EF_SEARCH_MAX = 1000
 # Passages per transaction when the vector table is (re)built from the stored embeddings.
 VECTOR_SYNC_BATCH = 1000

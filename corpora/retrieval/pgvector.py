@@ -42,7 +42,7 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 
-from corpora.constants import PGVECTOR_EF_SEARCH_MAX, PGVECTOR_EF_SEARCH_MIN, VECTOR_SYNC_BATCH
+from corpora.constants import PGVECTOR_EF_SEARCH_MAX, VECTOR_SYNC_BATCH
 from corpora.embedding import vectors_from_bytes
 
 logger = logging.getLogger(__name__)
@@ -167,16 +167,18 @@ def hnsw_indexes(connection: BaseDatabaseWrapper) -> list[str]:
     """The names of the vector table's HNSW indexes, whatever their model."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT indexname FROM pg_indexes WHERE tablename = %s AND indexname LIKE %s ORDER BY indexname",
-            [TABLE, f"{TABLE}_hnsw_%"],
+            "SELECT indexname FROM pg_indexes WHERE schemaname = current_schema() AND tablename = %s "
+            "ORDER BY indexname",
+            [TABLE],
         )
-        return [row[0] for row in cursor.fetchall()]
+        return [row[0] for row in cursor.fetchall() if row[0].startswith(f"{TABLE}_hnsw_")]
 
 
 def drop_hnsw_indexes(connection: BaseDatabaseWrapper, *, keep: Iterable[str] = ()) -> list[str]:
     """Drop the HNSW indexes not named in `keep` (a model no passage uses any more, or all of
     them before a rebuild with other parameters); the names dropped."""
-    dropped = [name for name in hnsw_indexes(connection) if name not in set(keep)]
+    keep = set(keep)
+    dropped = [name for name in hnsw_indexes(connection) if name not in keep]
     with connection.cursor() as cursor:
         for name in dropped:
             cursor.execute(f"DROP INDEX IF EXISTS {connection.ops.quote_name(name)}")
@@ -282,9 +284,9 @@ def sync(
                 dims_of[model] = matrix.shape[1]
                 written += _insert(connection, model=model, ids=[pk for pk, _ in rows], matrix=matrix)
         last_id = batch[-1][0]
-    with transaction.atomic(using=connection.alias), connection.cursor() as cursor:
-        if corpus_ids is None or reindex:
-            # Every model that has rows keeps (or gets) its index, not only those written now.
+    if corpus_ids is None or reindex:
+        # Every model that has rows keeps (or gets) its index, not only those written now.
+        with connection.cursor() as cursor:
             cursor.execute(f"SELECT DISTINCT model FROM {TABLE}")  # noqa: S608
             for (model,) in cursor.fetchall():
                 if model not in dims_of:
@@ -293,9 +295,12 @@ def sync(
                         [model],
                     )
                     dims_of[model] = int(cursor.fetchone()[0])
-        if corpus_ids is None:
+    if corpus_ids is None:
+        # Committed on their own: a DROP INDEX locks the table against searches until commit.
+        with transaction.atomic(using=connection.alias):
             in_use = {hnsw_index_name(model, dims) for model, dims in dims_of.items()}
             dropped += drop_hnsw_indexes(connection, keep=in_use)
+    with transaction.atomic(using=connection.alias):
         for model, dims in dims_of.items():
             ensure_hnsw_index(connection, model=model, dims=dims)
     return SyncResult(written=written, removed=removed, indexes_dropped=tuple(dropped))
@@ -334,7 +339,7 @@ class PgvectorIndex:
         hnsw = settings.SEARCH_PGVECTOR_HNSW
         with transaction.atomic(using=self.alias), connection.cursor() as cursor:
             if hnsw:
-                ef_search = min(PGVECTOR_EF_SEARCH_MAX, max(PGVECTOR_EF_SEARCH_MIN, limit))
+                ef_search = min(PGVECTOR_EF_SEARCH_MAX, max(settings.SEARCH_PGVECTOR_EF_SEARCH, limit))
                 cursor.execute(
                     "SELECT set_config('hnsw.ef_search', %s, true), "
                     "set_config('hnsw.iterative_scan', 'relaxed_order', true)",

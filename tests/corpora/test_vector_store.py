@@ -154,10 +154,14 @@ def test_an_unknown_backend_fails_the_system_check(settings):
     assert [e.id for e in run_checks() if e.id.startswith("corpora.")] == ["corpora.E001"]
 
 
-@pytest.mark.parametrize(("m", "ef_construction"), [(1, 64), (101, 300), (16, 20), (16, 1001)])
-def test_hnsw_parameters_pgvector_refuses_fail_the_system_check(settings, m, ef_construction):
+@pytest.mark.parametrize(
+    ("m", "ef_construction", "ef_search"),
+    [(1, 64, 800), (101, 300, 800), (16, 20, 800), (16, 1001, 800), (16, 64, 0), (16, 64, 1001)],
+)
+def test_hnsw_parameters_pgvector_refuses_fail_the_system_check(settings, m, ef_construction, ef_search):
     settings.SEARCH_PGVECTOR_HNSW_M = m
     settings.SEARCH_PGVECTOR_HNSW_EF_CONSTRUCTION = ef_construction
+    settings.SEARCH_PGVECTOR_EF_SEARCH = ef_search
     assert [e.id for e in run_checks() if e.id.startswith("corpora.")] == ["corpora.E003"]
 
 
@@ -305,11 +309,11 @@ def test_sync_drops_the_index_of_a_model_no_passage_uses(hnsw, corpus, embedding
 
 
 def test_reindex_builds_the_index_again_with_the_given_parameters(hnsw, corpus, embedding_server, settings):
-    # given an embedded corpus whose index was built with pgvector's defaults
+    # given an embedded corpus whose index was built with the default parameters
     _corpus_of_topics(corpus, documents=2)
     passage_embed_pending(corpus=corpus)
     name = pgvector.hnsw_index_name("openai:bag-of-words", 64)
-    assert "m='16'" in _index_definitions()[name]
+    assert "m='32'" in _index_definitions()[name] and "ef_construction='128'" in _index_definitions()[name]
     # when the parameters change and the command rebuilds the indexes
     settings.SEARCH_PGVECTOR_HNSW_M = 24
     settings.SEARCH_PGVECTOR_HNSW_EF_CONSTRUCTION = 96

@@ -23,7 +23,8 @@ class Command(BaseCommand):
             "--reindex",
             action="store_true",
             help="drop and build again every model's HNSW index (after changing "
-            "SEARCH_PGVECTOR_HNSW_M or SEARCH_PGVECTOR_HNSW_EF_CONSTRUCTION)",
+            "SEARCH_PGVECTOR_HNSW_M or SEARCH_PGVECTOR_HNSW_EF_CONSTRUCTION, once the workers run "
+            "with the new values: an embedding batch during the rebuild builds the index with its own)",
         )
         add_user_argument(parser)
 
