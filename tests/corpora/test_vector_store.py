@@ -9,7 +9,7 @@ import os
 
 import pytest
 from django.core.checks import run_checks
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
@@ -147,6 +147,55 @@ def test_pgvector_named_where_unavailable_is_a_clear_error_not_a_crash(db, setti
     assert [e.id for e in errors if e.id.startswith("corpora.")] == (
         [] if pgvector.extension_available(connection) else ["corpora.E002"]
     )
+
+
+def test_search_command_naming_pgvector_where_unavailable_fails_with_a_code(db, corpus):
+    if pgvector.installed(connection):
+        pytest.skip("this database has pgvector")
+    with pytest.raises(CommandError, match=r"\[vector_backend_unavailable\]"):
+        call_command(
+            "search",
+            "--corpus",
+            str(corpus.pk),
+            "backups",
+            "--user",
+            corpus.creator.username,
+            "--vector-backend",
+            "pgvector",
+            stdout=io.StringIO(),
+        )
+
+
+def test_search_command_compares_the_two_backends(pgvector_db, corpus, embedding_server, settings):
+    # given an embedded corpus whose vectors are in memory and in pgvector alike
+    _corpus_of_topics(corpus, documents=4)
+    passage_embed_pending(corpus=corpus)
+    configured = settings.SEARCH_VECTOR_BACKEND
+    results = {}
+    for backend in ("memory", "pgvector"):
+        # when the command searches it with each backend named on the command line
+        out = io.StringIO()
+        call_command(
+            "search",
+            "--corpus",
+            str(corpus.pk),
+            QUERIES[0],
+            "--mode",
+            "dense",
+            "--top-k",
+            "5",
+            "--json",
+            "--user",
+            corpus.creator.username,
+            "--vector-backend",
+            backend,
+            stdout=out,
+        )
+        results[backend] = [(hit["passage_id"], hit["score"]) for hit in json.loads(out.getvalue())]
+    # then both answered, alike, and the setting is back as it was
+    assert results["memory"]
+    _assert_same_hits(results["memory"], results["pgvector"])
+    assert configured == settings.SEARCH_VECTOR_BACKEND
 
 
 def test_an_unknown_backend_fails_the_system_check(settings):

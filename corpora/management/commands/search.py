@@ -1,12 +1,16 @@
 """manage.py search --corpus NAME "query": passages as JSON. --queries FILE runs one query per
-line in one process (the model loads once) and prints one JSON array per line."""
+line in one process (the model loads once) and prints one JSON array per line. --vector-backend
+overrides SEARCH_VECTOR_BACKEND for this run, so that one corpus's rankings from the in-memory
+matrix and from pgvector can be compared."""
 
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
+from django.test.utils import override_settings
 
 from config.exceptions import ApplicationError
 from corpora.constants import SEARCH_MODE_HYBRID, SEARCH_MODES
+from corpora.retrieval.vector_store import BACKENDS, vector_store
 from corpora.selectors import passage_search
 
 from ._cli import add_user_argument, corpus_for_cli, dumps, fail
@@ -22,9 +26,24 @@ class Command(BaseCommand):
         parser.add_argument("--mode", choices=SEARCH_MODES, default=SEARCH_MODE_HYBRID)
         parser.add_argument("--queries", help="file with one query per line")
         parser.add_argument("--json", action="store_true", help="print JSON (the default for --queries)")
+        parser.add_argument(
+            "--vector-backend",
+            choices=BACKENDS,
+            help="where dense search finds its vectors for this run (default: SEARCH_VECTOR_BACKEND)",
+        )
         add_user_argument(parser)
 
     def handle(self, *args, **options) -> None:
+        if options["vector_backend"]:
+            with override_settings(SEARCH_VECTOR_BACKEND=options["vector_backend"]):
+                try:
+                    vector_store()  # a backend named here must be there, embeddings or not
+                except ApplicationError as error:
+                    raise fail(error) from error
+                return self._handle(options)
+        return self._handle(options)
+
+    def _handle(self, options) -> None:
         if bool(options["query"]) == bool(options["queries"]):
             raise CommandError("[invalid_arguments] give a query or --queries FILE, not both")
         corpus = corpus_for_cli(options["user"], options["corpus"])
