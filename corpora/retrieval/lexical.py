@@ -8,15 +8,20 @@ reach the top are not scored (see _essential)."""
 
 import contextlib
 import dataclasses
+import hashlib
+import logging
 import math
 import threading
 from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import connection, transaction
 
 from corpora.retrieval.query import ParsedQuery, fts5_any, fts5_phrase, websearch_any
+
+logger = logging.getLogger(__name__)
 
 # bm25 column weights: passage text, its heading path, the corpus filter key (never scored).
 _FTS5_WEIGHTS = "1.0, 0.5, 0.0"
@@ -42,6 +47,9 @@ _FTS5_IDF_FLOOR = 1e-6
 PG_BM25_CANDIDATES_FACTOR = 2
 PG_BM25_CANDIDATES_MIN = 200
 PG_LENGTH_SAMPLE = 20_000
+# How long a term count stays in the cache shared by processes (its key changes with the
+# corpus's passages anyway).
+SHARED_COUNT_SECONDS = 24 * 3600
 # _pg_rank: how far past its row budget it may widen for MaxScore's bound, and the least
 # budget per result asked for (a budget below the depth asked leaves nothing to choose from).
 PG_LEXICAL_WIDEN_FACTOR = 4
@@ -212,7 +220,10 @@ class _CorpusTerms:
         key = ("df", self.corpus_id, self.extent, term)
         found = self.cache.get(key)
         if found is None:
-            found = _count_matches(cursor, self.scope, term)
+            found = _shared_count(key)
+            if found is None:
+                found = _count_matches(cursor, self.scope, term)
+                _shared_count_save(key, found)
             self.cache.put(key, found)
         return found
 
@@ -290,6 +301,43 @@ def _corpus_extent(cursor, corpus_id: int) -> tuple[int, Fts5Scope, tuple]:
         if cursor.fetchone()[0] != rows:
             return rows, Fts5Scope(corpus_id), extent
     return rows, Fts5Scope(corpus_id, first_id, last_id), extent
+
+
+def _shared_key(key: tuple) -> str:
+    """The cache key of a count shared between processes: the database's name in it, so that
+    deployments sharing one Redis never read each other's counts."""
+    database = connection.settings_dict.get("NAME")
+    digest = hashlib.sha256(repr((str(database), *key)).encode()).hexdigest()
+    return f"deepcite:lexical:{digest}"
+
+
+def _shared_count(key: tuple) -> int | None:
+    """A term count another process made (Django's cache: Redis in production), or None. A
+    count scans the term's passages (~200 ms for a common term at a million passages), and each
+    web and worker process would otherwise make its own; a cache that fails is skipped."""
+    try:
+        found = cache.get(_shared_key(key))
+    except Exception:
+        _shared_cache_failed()
+        return None
+    return found if isinstance(found, int) else None
+
+
+def _shared_count_save(key: tuple, count: int) -> None:
+    try:
+        cache.set(_shared_key(key), count, timeout=SHARED_COUNT_SECONDS)
+    except Exception:
+        _shared_cache_failed()
+
+
+_shared_cache_warned = threading.Event()
+
+
+def _shared_cache_failed() -> None:
+    """Logged once per process: searches go on, each process counting its own terms."""
+    if not _shared_cache_warned.is_set():
+        _shared_cache_warned.set()
+        logger.warning("the shared cache is unavailable; term counts stay per process", exc_info=True)
 
 
 def _count_matches(cursor, scope: Fts5Scope, term: str) -> int:

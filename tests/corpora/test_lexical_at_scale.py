@@ -107,3 +107,34 @@ def test_term_counts_outlive_an_embedding_batch_but_not_new_passages(corpus, emb
     after, counted_after = _term_counts_run(corpus, words)
     assert counted_after == len(words)
     assert after == {word: first[word] + 1 for word in words}
+
+
+def test_a_term_count_one_process_made_serves_the_others(corpus, embedded, settings):
+    # given a corpus over the bound, whose terms one process has counted
+    settings.SEARCH_TERM_INDEX_MAX_PASSAGES = 5
+    words = ["insurance", "liability"]
+    first, counted = _term_counts_run(corpus, words)
+    assert counted == len(words)
+    # when another process (no counts of its own) asks for the same words
+    term_statistics.clear()
+    again, recounted = _term_counts_run(corpus, words)
+    # then the counts come from the shared cache, not from the database
+    assert (again, recounted) == (first, 0)
+
+
+def test_an_unreachable_shared_cache_leaves_counting_to_each_process(corpus, embedded, settings):
+    # given a shared cache that refuses connections (a Redis that is down)
+    settings.SEARCH_TERM_INDEX_MAX_PASSAGES = 5
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": "redis://127.0.0.1:1/0",
+        }
+    }
+    words = ["insurance", "liability"]
+    # when terms are counted, and a search runs
+    frequencies, counted = _term_counts_run(corpus, words)
+    hits = passage_search(corpus=corpus, query="insurance liability", top_k=3, mode="lexical")
+    # then both answer from the database
+    assert counted == len(words) and frequencies["insurance"] > 0
+    assert hits
