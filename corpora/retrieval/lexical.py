@@ -214,7 +214,7 @@ class _CorpusTerms:
     rows: int
     scope: Fts5Scope
     cache: "TermStatistics"
-    extent: tuple = (0, None, None, 0)
+    extent: tuple
 
     def document_frequency(self, cursor, term: str) -> int:
         key = ("df", self.corpus_id, self.extent, term)
@@ -488,8 +488,9 @@ def _pg_rank(
     holding only left-out terms can change which reach it.) At a million passages the terms
     that survive _informative still match hundreds of thousands of passages, and scoring them
     all took half a second to a second a query (bench/scale.py)."""
-    budget = max(settings.SEARCH_DATABASE_LEXICAL_MAX_ROWS, PG_LEXICAL_ROWS_PER_RESULT * limit)
-    small = not settings.SEARCH_DATABASE_LEXICAL_MAX_ROWS or len(query.terms) < 2 or stats.rows <= budget
+    configured = settings.SEARCH_DATABASE_LEXICAL_MAX_ROWS
+    budget = max(configured, PG_LEXICAL_ROWS_PER_RESULT * limit)
+    small = not configured or len(query.terms) < 2 or stats.rows <= budget
     if small or query.phrases or document_ids is not None:
         return _pg_rank_matching(cursor, stats, query, query.terms, limit, document_ids)
     frequencies = {t: stats.document_frequency(cursor, t) for t in query.terms}
