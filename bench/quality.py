@@ -3,13 +3,15 @@ documents that answer it? One JSON line per dataset and engine (and the single-s
 all in one run on the same corpora.
 
     .venv/bin/python bench/quality.py [--depth standard] [--datasets contractnli,cuad]
-        [--database FILE] [--out FILE]
+        [--datasets contractnli,cuad,cuad-held-out] [--database FILE] [--out FILE]
 
 Datasets (bench/quality_data.py, read from ../shared/data, never copied into the repo):
 ContractNLI dev (61 NDAs as one corpus, its 17 hypotheses asked as corpus-wide questions; gold
 documents are those annotated Entailment or Contradiction, with their evidence spans) and five
 seeded CUAD rooms of 40 contracts (six clause categories asked per room; gold documents are
-the contracts annotated with that clause, with its excerpts).
+the contracts annotated with that clause, with its excerpts). cuad-held-out asks the same rooms
+about other, rarer clause categories, written once and never tuned to (its own JSON line): does
+the engine carry beyond the questions it was measured on?
 
 Per question the engine runs as a user's run does (research.services.report_start; with no
 broker the run goes to this process's research pool; offline engine unless RESEARCH_MODEL says
@@ -40,6 +42,7 @@ import quality_data
 ROOT = Path(__file__).resolve().parent.parent
 USERNAME = "quality-bench"
 SHINGLE_WORDS = 8
+DATASETS = {"contractnli", "cuad", "cuad-held-out"}
 
 
 def parse_args() -> argparse.Namespace:
@@ -47,7 +50,11 @@ def parse_args() -> argparse.Namespace:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--depth", default="standard", help="comma-separated depths to run")
-    parser.add_argument("--datasets", default="contractnli,cuad", help="contractnli, cuad or both")
+    parser.add_argument(
+        "--datasets",
+        default="contractnli,cuad,cuad-held-out",
+        help="comma-separated: contractnli, cuad, cuad-held-out",
+    )
     parser.add_argument("--database", type=Path, help="SQLite file to keep (and reuse) the corpora in")
     parser.add_argument("--questions", type=int, default=0, help="only the first N questions of each dataset")
     parser.add_argument("--prepare-only", action="store_true", help="ingest and embed, then stop")
@@ -230,14 +237,21 @@ def summary(name: str, engine: str, depth: str | None, rows: list[dict[str, Any]
 
 def main() -> None:
     args = parse_args()
+    wanted = {d.strip() for d in args.datasets.split(",")}
+    unknown = wanted - DATASETS
+    if unknown:
+        raise SystemExit(
+            f"unknown datasets: {', '.join(sorted(unknown))} (known: {', '.join(sorted(DATASETS))})"
+        )
     database = args.database or Path(tempfile.mkdtemp(prefix="deepcite-quality-")) / "quality.sqlite3"
     database.parent.mkdir(parents=True, exist_ok=True)
     setup_django(database)
     from django.conf import settings
 
-    wanted = {d.strip() for d in args.datasets.split(",")}
-    datasets = ([quality_data.contractnli()] if "contractnli" in wanted else []) + (
-        quality_data.cuad_rooms() if "cuad" in wanted else []
+    datasets = (
+        ([quality_data.contractnli()] if "contractnli" in wanted else [])
+        + (quality_data.cuad_rooms() if "cuad" in wanted else [])
+        + (quality_data.cuad_rooms(held_out=True) if "cuad-held-out" in wanted else [])
     )
     prepared = [(dataset, *prepared_corpus(dataset)) for dataset in datasets]
     if args.prepare_only:
@@ -245,8 +259,7 @@ def main() -> None:
     engine = "offline" if settings.RESEARCH_MODEL == "offline" else settings.RESEARCH_MODEL
     groups: dict[str, list] = {}
     for dataset, user, corpus, passages in prepared:
-        group = "contractnli" if dataset.name.startswith("contractnli") else "cuad-rooms"
-        groups.setdefault(group, []).append((dataset, user, corpus, passages))
+        groups.setdefault(dataset.group, []).append((dataset, user, corpus, passages))
     for group, members in groups.items():
         for depth in [d.strip() for d in args.depth.split(",")]:
             engine_rows, baseline_rows = [], []
