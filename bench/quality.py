@@ -2,7 +2,7 @@
 documents that answer it? One JSON line per dataset and engine (and the single-shot baseline),
 all in one run on the same corpora.
 
-    .venv/bin/python bench/quality.py [--depth standard] [--datasets contractnli,cuad]
+    .venv/bin/python bench/quality.py [--depth standard]
         [--datasets contractnli,cuad,cuad-held-out] [--database FILE] [--out FILE]
 
 Datasets (bench/quality_data.py, read from ../shared/data, never copied into the repo):
