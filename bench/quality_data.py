@@ -71,7 +71,7 @@ CUAD_QUESTIONS = {
 # Held-out categories, asked of the same rooms to see whether the engine carries to clauses its
 # offline judge was never measured on: written in plain words once, before any run asked them,
 # and never tuned to the engine (`bench/quality.py --datasets cuad-held-out`). Rarer clauses
-# than the bench's: 3 to 13 of a room's 40 contracts hold each.
+# than the bench's: each question asked has 3 to 13 answering contracts of its room's 40.
 CUAD_HELD_OUT_QUESTIONS = {
     "Most Favored Nation": "Which contracts give a party most favored nation pricing or terms?",
     "No-Solicit Of Employees": "Which contracts forbid soliciting or hiring the other party's employees?",
@@ -115,7 +115,7 @@ class Dataset:
     documents: dict[str, str]
     questions: list[Question]
     # the JSON line its questions are summed into
-    group: str = ""
+    group: str
 
 
 def normalise(text: str) -> str:
