@@ -256,6 +256,9 @@ def document_ingest(
     text = extracted.text
     try:
         with transaction.atomic():
+            # The corpus row first, as deletes and embedding batches lock it: the passages'
+            # lexeme counts (PostgreSQL) are then updated by one writer of the corpus at a time.
+            corpus_bump_index_version(corpus_id=corpus.pk)
             document = Document.objects.create(
                 corpus=corpus,
                 title=(title or Path(filename).stem or filename)[:DOCUMENT_TITLE_MAX_LENGTH],
@@ -284,7 +287,6 @@ def document_ingest(
                 ],
                 batch_size=500,
             )
-            corpus_bump_index_version(corpus_id=corpus.pk)
             if schedule_embedding:
                 transaction.on_commit(lambda: _schedule_embedding(corpus.pk))
     except IntegrityError:

@@ -161,7 +161,7 @@ def document_frequencies(*, corpus_id: int, version: int, words: Sequence[str]) 
     term index."""
     with connection.cursor() as cursor:
         stats = term_statistics.for_corpus(cursor, corpus_id, version)
-        return {word: stats.document_frequency(cursor, word) for word in words}, stats.rows
+        return stats.document_frequencies(cursor, words), stats.rows
 
 
 def phrase_candidates(
@@ -217,14 +217,35 @@ class _CorpusTerms:
     extent: tuple
 
     def document_frequency(self, cursor, term: str) -> int:
-        key = ("df", self.corpus_id, self.extent, term)
-        found = self.cache.get(key)
-        if found is None:
-            found = _shared_count(key)
-            if found is None:
-                found = _count_matches(cursor, self.scope, term)
-                _shared_count_save(key, found)
-            self.cache.put(key, found)
+        return self.document_frequencies(cursor, [term])[term]
+
+    def document_frequencies(self, cursor, terms: Sequence[str]) -> dict[str, int]:
+        """{term: passages of the corpus holding it}. On PostgreSQL from the lexeme counts the
+        triggers keep (one indexed read for every term not yet known); a term PostgreSQL
+        parses into several lexemes, and every term on SQLite, is counted from the full-text
+        index, through the cache shared by processes."""
+        found: dict[str, int] = {}
+        missing = []
+        for term in dict.fromkeys(terms):
+            value = self.cache.get(("df", self.corpus_id, self.extent, term))
+            if value is None:
+                missing.append(term)
+            else:
+                found[term] = value
+        if not missing:
+            return found
+        postgresql = connection.vendor == "postgresql"
+        stored = _pg_lexeme_counts(cursor, self.corpus_id, missing) if postgresql else {}
+        for term in missing:
+            key = ("df", self.corpus_id, self.extent, term)
+            value = stored.get(term)
+            if value is None:
+                value = _shared_count(key)
+            if value is None:
+                value = _count_matches(cursor, self.scope, term)
+                _shared_count_save(key, value)
+            self.cache.put(key, value)
+            found[term] = value
         return found
 
     def idf(self, cursor, term: str) -> float:
@@ -340,6 +361,22 @@ def _shared_cache_failed() -> None:
         logger.warning("the shared cache is unavailable; term counts stay per process", exc_info=True)
 
 
+def _pg_lexeme_counts(cursor, corpus_id: int, terms: Sequence[str]) -> dict[str, int]:
+    """{term: passages holding it} from corpora_lexeme_count (corpora/retrieval/schema.py) for
+    the terms that are one lexeme (0 for a stopword, which matches nothing); a term that
+    parses into several lexemes (plainto_tsquery ANDs them) is left out."""
+    cursor.execute(
+        "SELECT t.term, CASE WHEN numnode(q) = 0 THEN 0 "
+        "WHEN numnode(q) = 1 AND cardinality(v) = 1 THEN coalesce(("
+        "SELECT c.passages FROM corpora_lexeme_count c WHERE c.corpus_id = %s AND c.lexeme = v[1]"
+        "), 0) END "
+        "FROM unnest(%s::text[]) AS t(term), plainto_tsquery('english', t.term) AS q, "
+        "tsvector_to_array(to_tsvector('english', t.term)) AS v",
+        [corpus_id, list(terms)],
+    )
+    return {term: int(count) for term, count in cursor.fetchall() if count is not None}
+
+
 def _count_matches(cursor, scope: Fts5Scope, term: str) -> int:
     if connection.vendor == "postgresql":
         cursor.execute(
@@ -364,7 +401,7 @@ def _informative(cursor, stats: _CorpusTerms, query: ParsedQuery) -> ParsedQuery
     so does a query whose rarer terms match nothing."""
     if len(query.terms) < 2 or stats.rows < PRUNE_MIN_PASSAGES:
         return query
-    frequencies = {t: stats.document_frequency(cursor, t) for t in query.terms}
+    frequencies = stats.document_frequencies(cursor, query.terms)
     kept = tuple(t for t in query.terms if frequencies[t] < COMMON_TERM_SHARE * stats.rows)
     if not any(frequencies[t] for t in kept):
         return query
@@ -383,7 +420,7 @@ def _essential(cursor, stats: _CorpusTerms, query: ParsedQuery, limit: int) -> P
     if len(query.terms) < 2 or stats.rows < PRUNE_MIN_PASSAGES or limit > SCORE_RANKS[-1]:
         return None
     fingerprint = _fts5_fingerprint(cursor)
-    frequencies = {t: stats.document_frequency(cursor, t) for t in query.terms}
+    frequencies = stats.document_frequencies(cursor, query.terms)
     # Profiling a term scores every passage that holds it: worth it for rare terms only.
     # Common terms get the bm25 formula's ceiling instead.
     profiled = [t for t in query.terms if frequencies[t] <= PROFILE_MAX_SHARE * stats.rows]
@@ -493,7 +530,7 @@ def _pg_rank(
     small = not configured or len(query.terms) < 2 or stats.rows <= budget
     if small or query.phrases or document_ids is not None:
         return _pg_rank_matching(cursor, stats, query, query.terms, limit, document_ids)
-    frequencies = {t: stats.document_frequency(cursor, t) for t in query.terms}
+    frequencies = stats.document_frequencies(cursor, query.terms)
     ordered = sorted(query.terms, key=lambda t: (frequencies[t], t))
     ceilings = [(_BM25_K1 + 1) * _lucene_idf(stats.rows, frequencies[t]) for t in ordered]
 

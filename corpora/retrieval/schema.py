@@ -1,6 +1,14 @@
 """The lexical index lives outside the ORM (an FTS5 table on SQLite, a generated tsvector on
 PostgreSQL). Migrations call install(); a future migration that rebuilds corpora_passage on
-SQLite must call it again, since SQLite drops triggers with the old table."""
+SQLite must call it again, since SQLite drops triggers with the old table.
+
+On PostgreSQL, corpora_lexeme_count keeps how many of a corpus's passages hold each lexeme,
+kept by triggers in the transaction that writes the passages (install_lexeme_counts). BM25
+needs a term's document frequency, and counting it from the GIN index reads every passage
+holding the term: ~350 ms for a common term at a million passages, once per term and process.
+Writers of passages lock the corpus row first (corpora.services); the triggers also take a
+per-corpus advisory lock, so that two transactions never update the same counts in opposite
+orders."""
 
 SQLITE_INSTALL = [
     "CREATE VIRTUAL TABLE IF NOT EXISTS corpora_passage_fts USING fts5("
@@ -53,6 +61,112 @@ POSTGRES_UNINSTALL = [
 ]
 
 
+# Counts per (corpus, lexeme). A lexeme's count reaching zero keeps its row (deleting it would
+# cost a second pass); a deleted corpus takes its rows with it, a TRUNCATE of the passages all.
+POSTGRES_LEXEME_COUNTS = [
+    """CREATE TABLE IF NOT EXISTS corpora_lexeme_count (
+        corpus_id bigint NOT NULL,
+        lexeme text NOT NULL,
+        passages integer NOT NULL,
+        PRIMARY KEY (corpus_id, lexeme)
+    )""",
+    # The advisory lock's first key names these counts (a constant of our own), its second the
+    # corpus.
+    """CREATE OR REPLACE FUNCTION corpora_lexeme_count_insert() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM pg_advisory_xact_lock(1818583908, mod(c, 2147483647)::integer)
+        FROM (SELECT DISTINCT corpus_id AS c FROM new_rows ORDER BY 1) s;
+        -- In key order, so that transactions meet on rows in one order.
+        INSERT INTO corpora_lexeme_count AS t (corpus_id, lexeme, passages)
+        SELECT n.corpus_id, l.lexeme, count(*)
+        FROM new_rows n, unnest(tsvector_to_array(n.search_vector)) AS l(lexeme)
+        GROUP BY 1, 2 ORDER BY 1, 2
+        ON CONFLICT (corpus_id, lexeme) DO UPDATE SET passages = t.passages + excluded.passages;
+        RETURN NULL;
+    END $$""",
+    """CREATE OR REPLACE FUNCTION corpora_lexeme_count_delete() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM pg_advisory_xact_lock(1818583908, mod(c, 2147483647)::integer)
+        FROM (SELECT DISTINCT corpus_id AS c FROM old_rows ORDER BY 1) s;
+        UPDATE corpora_lexeme_count AS t SET passages = t.passages - g.n
+        FROM (
+            SELECT o.corpus_id, l.lexeme, count(*) AS n
+            FROM old_rows o, unnest(tsvector_to_array(o.search_vector)) AS l(lexeme)
+            GROUP BY 1, 2 ORDER BY 1, 2
+        ) g
+        WHERE t.corpus_id = g.corpus_id AND t.lexeme = g.lexeme;
+        RETURN NULL;
+    END $$""",
+    # Passages are not edited in place (ingestion adds, deletion removes), but an edit of the
+    # indexed columns moves the counts all the same.
+    """CREATE OR REPLACE FUNCTION corpora_lexeme_count_update() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM pg_advisory_xact_lock(1818583908, mod(c, 2147483647)::integer)
+        FROM (SELECT DISTINCT c FROM (VALUES (OLD.corpus_id), (NEW.corpus_id)) v(c) ORDER BY 1) s;
+        INSERT INTO corpora_lexeme_count AS t (corpus_id, lexeme, passages)
+        SELECT corpus_id, lexeme, sum(n) FROM (
+            SELECT OLD.corpus_id AS corpus_id, l AS lexeme, -1 AS n
+            FROM unnest(tsvector_to_array(OLD.search_vector)) AS l
+            UNION ALL
+            SELECT NEW.corpus_id, l, 1 FROM unnest(tsvector_to_array(NEW.search_vector)) AS l
+        ) d GROUP BY 1, 2 HAVING sum(n) <> 0 ORDER BY 1, 2
+        ON CONFLICT (corpus_id, lexeme) DO UPDATE SET passages = t.passages + excluded.passages;
+        RETURN NULL;
+    END $$""",
+    """CREATE OR REPLACE FUNCTION corpora_lexeme_count_truncate() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    BEGIN
+        TRUNCATE corpora_lexeme_count;
+        RETURN NULL;
+    END $$""",
+    """CREATE OR REPLACE FUNCTION corpora_lexeme_count_corpus_delete() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    BEGIN
+        DELETE FROM corpora_lexeme_count WHERE corpus_id = OLD.id;
+        RETURN NULL;
+    END $$""",
+    "DROP TRIGGER IF EXISTS corpora_lexeme_count_ai ON corpora_passage",
+    "DROP TRIGGER IF EXISTS corpora_lexeme_count_ad ON corpora_passage",
+    "DROP TRIGGER IF EXISTS corpora_lexeme_count_au ON corpora_passage",
+    "DROP TRIGGER IF EXISTS corpora_lexeme_count_at ON corpora_passage",
+    "DROP TRIGGER IF EXISTS corpora_lexeme_count_cd ON corpora_corpus",
+    """CREATE TRIGGER corpora_lexeme_count_ai AFTER INSERT ON corpora_passage
+        REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT
+        EXECUTE FUNCTION corpora_lexeme_count_insert()""",
+    """CREATE TRIGGER corpora_lexeme_count_ad AFTER DELETE ON corpora_passage
+        REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT
+        EXECUTE FUNCTION corpora_lexeme_count_delete()""",
+    """CREATE TRIGGER corpora_lexeme_count_au AFTER UPDATE OF text, heading_path, corpus_id
+        ON corpora_passage FOR EACH ROW EXECUTE FUNCTION corpora_lexeme_count_update()""",
+    """CREATE TRIGGER corpora_lexeme_count_at AFTER TRUNCATE ON corpora_passage
+        FOR EACH STATEMENT EXECUTE FUNCTION corpora_lexeme_count_truncate()""",
+    """CREATE TRIGGER corpora_lexeme_count_cd AFTER DELETE ON corpora_corpus
+        FOR EACH ROW EXECUTE FUNCTION corpora_lexeme_count_corpus_delete()""",
+    # The passages written before the table was.
+    """INSERT INTO corpora_lexeme_count (corpus_id, lexeme, passages)
+        SELECT p.corpus_id, l.lexeme, count(*)
+        FROM corpora_passage p, unnest(tsvector_to_array(p.search_vector)) AS l(lexeme)
+        GROUP BY 1, 2
+        ON CONFLICT (corpus_id, lexeme) DO NOTHING""",
+]
+POSTGRES_LEXEME_COUNTS_UNINSTALL = [
+    "DROP TRIGGER IF EXISTS corpora_lexeme_count_ai ON corpora_passage",
+    "DROP TRIGGER IF EXISTS corpora_lexeme_count_ad ON corpora_passage",
+    "DROP TRIGGER IF EXISTS corpora_lexeme_count_au ON corpora_passage",
+    "DROP TRIGGER IF EXISTS corpora_lexeme_count_at ON corpora_passage",
+    "DROP TRIGGER IF EXISTS corpora_lexeme_count_cd ON corpora_corpus",
+    "DROP FUNCTION IF EXISTS corpora_lexeme_count_insert()",
+    "DROP FUNCTION IF EXISTS corpora_lexeme_count_delete()",
+    "DROP FUNCTION IF EXISTS corpora_lexeme_count_update()",
+    "DROP FUNCTION IF EXISTS corpora_lexeme_count_truncate()",
+    "DROP FUNCTION IF EXISTS corpora_lexeme_count_corpus_delete()",
+    "DROP TABLE IF EXISTS corpora_lexeme_count",
+]
+
+
 def _run(schema_editor, statements: list[str]) -> None:
     for statement in statements:
         schema_editor.execute(statement, params=None)
@@ -74,3 +188,13 @@ def uninstall(apps, schema_editor) -> None:
         _run(schema_editor, SQLITE_UNINSTALL)
     elif vendor == "postgresql":
         _run(schema_editor, POSTGRES_UNINSTALL)
+
+
+def install_lexeme_counts(apps, schema_editor) -> None:
+    if schema_editor.connection.vendor == "postgresql":
+        _run(schema_editor, POSTGRES_LEXEME_COUNTS)
+
+
+def uninstall_lexeme_counts(apps, schema_editor) -> None:
+    if schema_editor.connection.vendor == "postgresql":
+        _run(schema_editor, POSTGRES_LEXEME_COUNTS_UNINSTALL)
