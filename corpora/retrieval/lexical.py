@@ -333,9 +333,10 @@ def _shared_key(key: tuple) -> str:
 
 
 def _shared_count(key: tuple) -> int | None:
-    """A term count another process made (Django's cache: Redis in production), or None. A
-    count scans the term's passages (~200 ms for a common term at a million passages), and each
-    web and worker process would otherwise make its own; a cache that fails is skipped."""
+    """A term count another process made (Django's cache: Redis in production), or None: for
+    the terms counted in the full-text index (SQLite's, and PostgreSQL's of several lexemes).
+    A count scans the term's passages, and each web and worker process would otherwise make
+    its own; a cache that fails is skipped."""
     try:
         found = cache.get(_shared_key(key))
     except Exception:
