@@ -309,6 +309,10 @@ def _corpus_extent(cursor, corpus_id: int) -> tuple[int, Fts5Scope, tuple]:
     sum of ids: a deletion and an insertion of as many passages change the sum).
     Stays true until the corpus's index_version moves: passage ids only grow, so no other
     corpus's passage can later land between its first and last id."""
+    if connection.vendor == "postgresql":
+        # PostgreSQL has no use for a rowid range, and keeps the count and sum.
+        rows, id_sum = stored_passage_tally(cursor, corpus_id)
+        return rows, Fts5Scope(corpus_id), (rows, id_sum)
     cursor.execute(
         "SELECT count(*), min(id), max(id), sum(id) FROM corpora_passage WHERE corpus_id = %s", [corpus_id]
     )
@@ -322,6 +326,15 @@ def _corpus_extent(cursor, corpus_id: int) -> tuple[int, Fts5Scope, tuple]:
         if cursor.fetchone()[0] != rows:
             return rows, Fts5Scope(corpus_id), extent
     return rows, Fts5Scope(corpus_id, first_id, last_id), extent
+
+
+def stored_passage_tally(cursor, corpus_id: int) -> tuple[int, int]:
+    """PostgreSQL: (the corpus's passages, the sum of their ids) as the triggers keep them in
+    corpora_passage_tally (corpora/retrieval/schema.py): one indexed read instead of an
+    aggregate over the corpus's passages."""
+    cursor.execute("SELECT passages, id_sum FROM corpora_passage_tally WHERE corpus_id = %s", [corpus_id])
+    row = cursor.fetchone()
+    return (int(row[0]), int(row[1])) if row else (0, 0)
 
 
 def _shared_key(key: tuple) -> str:

@@ -13,8 +13,8 @@ from django.test.utils import CaptureQueriesContext
 
 from corpora.models import Corpus, Passage
 from corpora.retrieval.lexical import term_statistics
-from corpora.selectors import term_frequencies
-from corpora.services import corpus_create, corpus_delete, document_delete
+from corpora.selectors import passage_search, term_frequencies
+from corpora.services import corpus_bump_index_version, corpus_create, corpus_delete, document_delete
 from tests.factories import ingest_samples, ingest_text
 
 CLAUSES = [
@@ -31,20 +31,27 @@ def postgres(db):
         pytest.skip("PostgreSQL keeps lexeme counts; FTS5 counts from its own index")
 
 
-def _stored() -> dict[tuple[int, str], int]:
+def _stored() -> tuple[dict, dict]:
+    """({(corpus, lexeme): passages}, {corpus: (passages, id sum)}) as the triggers keep them."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT corpus_id, lexeme, passages FROM corpora_lexeme_count WHERE passages <> 0")
-        return {(c, lexeme): n for c, lexeme, n in cursor.fetchall()}
+        lexemes = {(c, lexeme): n for c, lexeme, n in cursor.fetchall()}
+        cursor.execute("SELECT corpus_id, passages, id_sum FROM corpora_passage_tally WHERE passages <> 0")
+        tally = {c: (n, int(ids)) for c, n, ids in cursor.fetchall()}
+    return lexemes, tally
 
 
-def _counted() -> dict[tuple[int, str], int]:
-    """The counts the passages' tsvectors give, computed afresh."""
+def _counted() -> tuple[dict, dict]:
+    """The same, computed afresh from the passages and their tsvectors."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT p.corpus_id, l, count(*) FROM corpora_passage p, "
             "unnest(tsvector_to_array(p.search_vector)) AS l GROUP BY 1, 2"
         )
-        return {(c, lexeme): n for c, lexeme, n in cursor.fetchall()}
+        lexemes = {(c, lexeme): n for c, lexeme, n in cursor.fetchall()}
+        cursor.execute("SELECT corpus_id, count(*), sum(id) FROM corpora_passage GROUP BY 1")
+        tally = {c: (n, int(ids)) for c, n, ids in cursor.fetchall()}
+    return lexemes, tally
 
 
 def _document(i: int, words: int = 40) -> str:
@@ -59,8 +66,8 @@ def test_ingestion_and_deletion_keep_the_counts(postgres, user, corpus):
     for i in range(3):
         ingest_text(other, f"a{i}.md", _document(i), schedule_embedding=False)
     # then the stored counts are the passages' own, corpus by corpus
-    assert _stored() == _counted() != {}
-    assert {c for c, _ in _stored()} == {corpus.pk, other.pk}
+    assert _stored() == _counted()
+    assert {c for c, _ in _stored()[0]} == set(_stored()[1]) == {corpus.pk, other.pk}
     # when a document is deleted, and a passage's text edited in place
     document_delete(user=user, document=other.documents.first())
     passage = Passage.objects.filter(corpus=corpus).first()
@@ -68,12 +75,13 @@ def test_ingestion_and_deletion_keep_the_counts(postgres, user, corpus):
     passage.save(update_fields=["text"])
     # then they still are
     assert _stored() == _counted()
-    assert _stored()[(corpus.pk, "zeppelin")] == 1
+    assert _stored()[0][(corpus.pk, "zeppelin")] == 1
     # and a deleted corpus takes its counts with it, zeros included
     corpus_delete(user=user, corpus=other)
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM corpora_lexeme_count WHERE corpus_id = %s", [other.pk])
-        assert cursor.fetchone()[0] == 0
+        for table in ("corpora_lexeme_count", "corpora_passage_tally"):
+            cursor.execute(f"SELECT count(*) FROM {table} WHERE corpus_id = %s", [other.pk])  # noqa: S608
+            assert cursor.fetchone()[0] == 0
     assert _stored() == _counted()
 
 
@@ -112,8 +120,9 @@ def test_the_migration_counts_the_passages_stored_before_it(transactional_db, us
     ingest_text(corpus, "later.md", _document(9), schedule_embedding=False)
     call_command("migrate", "corpora", verbosity=0)
     # then every passage is counted, those ingested without the table included
-    assert _stored() == _counted() != {}
-    assert (corpus.pk, "agreement") in _stored()
+    assert _stored() == _counted()
+    assert (corpus.pk, "agreement") in _stored()[0]
+    assert _stored()[1][corpus.pk][0] == corpus.passages.count()
 
 
 def test_concurrent_writers_of_one_corpus_keep_exact_counts(transactional_db, user):
@@ -156,3 +165,19 @@ def test_concurrent_writers_of_one_corpus_keep_exact_counts(transactional_db, us
     assert not errors
     assert corpus.documents.count() == 12
     assert _stored() == _counted()
+
+
+def test_a_search_after_a_version_bump_does_not_count_the_corpus(postgres, corpus, settings):
+    """Every embedding batch bumps the corpus's index_version; on a corpus past the term
+    index's bound, the next search reads the stored tally instead of aggregating the corpus's
+    passages (~400 ms each at a million)."""
+    ingest_text(corpus, "a.md", _document(1, words=600), schedule_embedding=False)
+    settings.SEARCH_TERM_INDEX_MAX_PASSAGES = 1
+    passage_search(corpus=corpus, query="insurance liability", top_k=3, mode="lexical")
+    corpus_bump_index_version(corpus_id=corpus.pk)
+    with CaptureQueriesContext(connection) as captured:
+        hits = passage_search(corpus=corpus, query="insurance liability", top_k=3, mode="lexical")
+        frequencies, rows = term_frequencies(corpus=corpus, words=["insurance"])
+    aggregates = [q["sql"] for q in captured.captured_queries if "count(" in q["sql"].lower()]
+    assert hits and aggregates == []
+    assert rows == corpus.passages.count() and frequencies["insurance"] > 0
