@@ -42,11 +42,10 @@ _SCORE_BOUND_SLACK = 1e-9
 # FTS5's bm25 constants (fts5_aux.c).
 _FTS5_K1 = 1.2
 _FTS5_IDF_FLOOR = 1e-6
-# PostgreSQL's BM25 re-scoring (_pg_bm25): the ts_rank candidates it scores, and the passages
-# the corpus's mean length is estimated from. The constants are the term index's.
+# PostgreSQL's BM25 re-scoring (_pg_bm25): the ts_rank candidates it scores. The constants are
+# the term index's.
 PG_BM25_CANDIDATES_FACTOR = 2
 PG_BM25_CANDIDATES_MIN = 200
-PG_LENGTH_SAMPLE = 20_000
 # How long a term count stays in the cache shared by processes (its key changes with the
 # corpus's passages anyway).
 SHARED_COUNT_SECONDS = 24 * 3600
@@ -651,17 +650,17 @@ def _lucene_idf(rows: int, holding: int) -> float:
 
 
 def _pg_average_length(cursor, stats: _CorpusTerms) -> float:
-    """The mean passage length in tsvector positions, over up to PG_LENGTH_SAMPLE passages of
-    the corpus; cached per extent (see _CorpusTerms)."""
+    """The corpus's mean passage length in tsvector positions, from the tally the triggers
+    keep (corpora/retrieval/schema.py); cached per extent (see _CorpusTerms)."""
     key = ("avgdl", stats.corpus_id, stats.extent)
     found = stats.cache.get(key)
     if found is None:
         cursor.execute(
-            "SELECT avg((SELECT coalesce(sum(cardinality(u.positions)), 0) FROM unnest(s.search_vector) u)) "
-            "FROM (SELECT search_vector FROM corpora_passage WHERE corpus_id = %s LIMIT %s) s",
-            [stats.corpus_id, PG_LENGTH_SAMPLE],
+            "SELECT positions / nullif(passages, 0) FROM corpora_passage_tally WHERE corpus_id = %s",
+            [stats.corpus_id],
         )
-        found = float(cursor.fetchone()[0] or 0.0) or 1.0
+        row = cursor.fetchone()
+        found = float(row[0]) if row and row[0] else 1.0
         stats.cache.put(key, found)
     return found
 

@@ -2,14 +2,14 @@
 PostgreSQL). Migrations call install(); a future migration that rebuilds corpora_passage on
 SQLite must call it again, since SQLite drops triggers with the old table.
 
-On PostgreSQL, corpora_lexeme_count keeps how many of a corpus's passages hold each lexeme,
-and corpora_passage_tally its passage count and id sum, kept by triggers in the transaction
-that writes the passages (install_lexeme_counts). BM25
-needs a term's document frequency, and counting it from the GIN index reads every passage
-holding the term: ~350 ms for a common term at a million passages, once per term and process.
-Writers of passages lock the corpus row first (corpora.services); the triggers also take a
-per-corpus advisory lock, so that two transactions never update the same counts in opposite
-orders."""
+On PostgreSQL, corpora_lexeme_count keeps how many of a corpus's passages hold each lexeme, and
+corpora_passage_tally its passage count, id sum and tsvector positions, kept by triggers in
+the transaction that writes the passages (install_lexeme_counts). BM25 needs a term's document
+frequency and the mean passage length, and computing them from the passages reads every
+passage holding the term (~350 ms for a common term at a million passages), or a sample of the
+corpus, once per term and process and again whenever the corpus changes. Writers of passages
+lock the corpus row first (corpora.services); the triggers also take a per-corpus advisory
+lock, so that two transactions never update the same counts in opposite orders."""
 
 SQLITE_INSTALL = [
     "CREATE VIRTUAL TABLE IF NOT EXISTS corpora_passage_fts USING fts5("
@@ -71,14 +71,21 @@ POSTGRES_LEXEME_COUNTS = [
         passages integer NOT NULL,
         PRIMARY KEY (corpus_id, lexeme)
     )""",
-    # Each corpus's passage count and id sum: what BM25's IDF and the statistics' cache keys
-    # need (corpora.retrieval.lexical), without an aggregate over the corpus's passages
-    # (~400 ms at a million, at every version an embedding batch makes).
+    # Each corpus's passage count, id sum and tsvector positions: what BM25's IDF and mean
+    # length and the statistics' cache keys need (corpora.retrieval.lexical), without an
+    # aggregate over the corpus's passages (~400 ms at a million, at every version an
+    # embedding batch makes).
     """CREATE TABLE IF NOT EXISTS corpora_passage_tally (
         corpus_id bigint PRIMARY KEY,
         passages bigint NOT NULL,
-        id_sum numeric NOT NULL
+        id_sum numeric NOT NULL,
+        positions numeric NOT NULL
     )""",
+    # A passage's length as BM25 counts it: its tsvector's positions.
+    """CREATE OR REPLACE FUNCTION corpora_tsvector_positions(v tsvector) RETURNS bigint
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+        SELECT coalesce(sum(cardinality(u.positions)), 0) FROM unnest(v) AS u
+    $$""",
     # The advisory lock's first key names these counts (a constant of our own), its second the
     # corpus.
     """CREATE OR REPLACE FUNCTION corpora_lexeme_count_insert() RETURNS trigger
@@ -92,10 +99,12 @@ POSTGRES_LEXEME_COUNTS = [
         FROM new_rows n, unnest(tsvector_to_array(n.search_vector)) AS l(lexeme)
         GROUP BY 1, 2 ORDER BY 1, 2
         ON CONFLICT (corpus_id, lexeme) DO UPDATE SET passages = t.passages + excluded.passages;
-        INSERT INTO corpora_passage_tally AS t (corpus_id, passages, id_sum)
-        SELECT corpus_id, count(*), sum(id) FROM new_rows GROUP BY 1 ORDER BY 1
+        INSERT INTO corpora_passage_tally AS t (corpus_id, passages, id_sum, positions)
+        SELECT corpus_id, count(*), sum(id), sum(corpora_tsvector_positions(search_vector))
+        FROM new_rows GROUP BY 1 ORDER BY 1
         ON CONFLICT (corpus_id) DO UPDATE
-        SET passages = t.passages + excluded.passages, id_sum = t.id_sum + excluded.id_sum;
+        SET passages = t.passages + excluded.passages, id_sum = t.id_sum + excluded.id_sum,
+            positions = t.positions + excluded.positions;
         RETURN NULL;
     END $$""",
     """CREATE OR REPLACE FUNCTION corpora_lexeme_count_delete() RETURNS trigger
@@ -110,8 +119,13 @@ POSTGRES_LEXEME_COUNTS = [
             GROUP BY 1, 2 ORDER BY 1, 2
         ) g
         WHERE t.corpus_id = g.corpus_id AND t.lexeme = g.lexeme;
-        UPDATE corpora_passage_tally AS t SET passages = t.passages - g.n, id_sum = t.id_sum - g.ids
-        FROM (SELECT corpus_id, count(*) AS n, sum(id) AS ids FROM old_rows GROUP BY 1 ORDER BY 1) g
+        UPDATE corpora_passage_tally AS t
+        SET passages = t.passages - g.n, id_sum = t.id_sum - g.ids, positions = t.positions - g.k
+        FROM (
+            SELECT corpus_id, count(*) AS n, sum(id) AS ids,
+                sum(corpora_tsvector_positions(search_vector)) AS k
+            FROM old_rows GROUP BY 1 ORDER BY 1
+        ) g
         WHERE t.corpus_id = g.corpus_id;
         RETURN NULL;
     END $$""",
@@ -130,13 +144,14 @@ POSTGRES_LEXEME_COUNTS = [
             SELECT NEW.corpus_id, l, 1 FROM unnest(tsvector_to_array(NEW.search_vector)) AS l
         ) d GROUP BY 1, 2 HAVING sum(n) <> 0 ORDER BY 1, 2
         ON CONFLICT (corpus_id, lexeme) DO UPDATE SET passages = t.passages + excluded.passages;
-        IF OLD.corpus_id <> NEW.corpus_id OR OLD.id <> NEW.id THEN
-            INSERT INTO corpora_passage_tally AS t (corpus_id, passages, id_sum)
-            SELECT c, sum(n), sum(ids) FROM (VALUES (OLD.corpus_id, -1, -OLD.id), (NEW.corpus_id, 1, NEW.id))
-                AS v(c, n, ids) GROUP BY 1 ORDER BY 1
-            ON CONFLICT (corpus_id) DO UPDATE
-            SET passages = t.passages + excluded.passages, id_sum = t.id_sum + excluded.id_sum;
-        END IF;
+        INSERT INTO corpora_passage_tally AS t (corpus_id, passages, id_sum, positions)
+        SELECT c, sum(n), sum(ids), sum(k) FROM (VALUES
+            (OLD.corpus_id, -1, -OLD.id, -corpora_tsvector_positions(OLD.search_vector)),
+            (NEW.corpus_id, 1, NEW.id, corpora_tsvector_positions(NEW.search_vector))
+        ) AS v(c, n, ids, k) GROUP BY 1 ORDER BY 1
+        ON CONFLICT (corpus_id) DO UPDATE
+        SET passages = t.passages + excluded.passages, id_sum = t.id_sum + excluded.id_sum,
+            positions = t.positions + excluded.positions;
         RETURN NULL;
     END $$""",
     """CREATE OR REPLACE FUNCTION corpora_lexeme_count_truncate() RETURNS trigger
@@ -175,8 +190,9 @@ POSTGRES_LEXEME_COUNTS = [
         FROM corpora_passage p, unnest(tsvector_to_array(p.search_vector)) AS l(lexeme)
         GROUP BY 1, 2
         ON CONFLICT (corpus_id, lexeme) DO NOTHING""",
-    """INSERT INTO corpora_passage_tally (corpus_id, passages, id_sum)
-        SELECT corpus_id, count(*), sum(id) FROM corpora_passage GROUP BY 1
+    """INSERT INTO corpora_passage_tally (corpus_id, passages, id_sum, positions)
+        SELECT corpus_id, count(*), sum(id), sum(corpora_tsvector_positions(search_vector))
+        FROM corpora_passage GROUP BY 1
         ON CONFLICT (corpus_id) DO NOTHING""",
 ]
 POSTGRES_LEXEME_COUNTS_UNINSTALL = [
@@ -192,6 +208,7 @@ POSTGRES_LEXEME_COUNTS_UNINSTALL = [
     "DROP FUNCTION IF EXISTS corpora_lexeme_count_corpus_delete()",
     "DROP TABLE IF EXISTS corpora_lexeme_count",
     "DROP TABLE IF EXISTS corpora_passage_tally",
+    "DROP FUNCTION IF EXISTS corpora_tsvector_positions(tsvector)",
 ]
 
 

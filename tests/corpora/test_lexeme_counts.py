@@ -32,12 +32,15 @@ def postgres(db):
 
 
 def _stored() -> tuple[dict, dict]:
-    """({(corpus, lexeme): passages}, {corpus: (passages, id sum)}) as the triggers keep them."""
+    """({(corpus, lexeme): passages}, {corpus: (passages, id sum, tsvector positions)}) as the
+    triggers keep them."""
     with connection.cursor() as cursor:
         cursor.execute("SELECT corpus_id, lexeme, passages FROM corpora_lexeme_count WHERE passages <> 0")
         lexemes = {(c, lexeme): n for c, lexeme, n in cursor.fetchall()}
-        cursor.execute("SELECT corpus_id, passages, id_sum FROM corpora_passage_tally WHERE passages <> 0")
-        tally = {c: (n, int(ids)) for c, n, ids in cursor.fetchall()}
+        cursor.execute(
+            "SELECT corpus_id, passages, id_sum, positions FROM corpora_passage_tally WHERE passages <> 0"
+        )
+        tally = {c: (n, int(ids), int(k)) for c, n, ids, k in cursor.fetchall()}
     return lexemes, tally
 
 
@@ -49,8 +52,12 @@ def _counted() -> tuple[dict, dict]:
             "unnest(tsvector_to_array(p.search_vector)) AS l GROUP BY 1, 2"
         )
         lexemes = {(c, lexeme): n for c, lexeme, n in cursor.fetchall()}
-        cursor.execute("SELECT corpus_id, count(*), sum(id) FROM corpora_passage GROUP BY 1")
-        tally = {c: (n, int(ids)) for c, n, ids in cursor.fetchall()}
+        cursor.execute(
+            "SELECT corpus_id, count(*), sum(id), "
+            "sum((SELECT sum(cardinality(u.positions)) FROM unnest(search_vector) u)) "
+            "FROM corpora_passage GROUP BY 1"
+        )
+        tally = {c: (n, int(ids), int(k)) for c, n, ids, k in cursor.fetchall()}
     return lexemes, tally
 
 
