@@ -103,7 +103,8 @@ def test_scale_bench_on_pgvector_reports_recall_against_exact(tmp_path, monkeypa
     _assert_sane(result, lexical_source="database_full_text")
     assert (result["backend"], result["database"]) == ("pgvector", "postgresql")
     bumped = result["hybrid_after_version_bump_ms"]
-    assert bumped["queries"] == 12 and bumped["p50"] > 0 and bumped["same_queries_before_bump_p50"] > 0
+    assert bumped["queries"] == 12
+    assert min(bumped["p50"], bumped["after_ingest_p50"], bumped["same_queries_before_p50"]) > 0
     assert result["settings"]["search_database_lexical_max_rows"] == 100
     pruning = result["lexical_pruning"]
     assert pruning["queries"] == 6
