@@ -202,11 +202,11 @@ class ScoreProfile:
 class _CorpusTerms:
     """Passage count, term document frequencies and score profiles of one corpus, read at one
     index_version. Frequencies and lengths are keyed by the corpus's passages (`extent`: their
-    count, first and last id and the sum of their ids) rather than the version, which every
-    embedding batch bumps:
-    passages are never edited, only added (a new, higher id) or deleted (a lower count), so
-    the extent changes exactly when what is counted can, and a corpus being embedded (a day
-    for a million passages on a CPU) keeps its counts, each a scan of the term's passages."""
+    count and the sum of their ids, on SQLite also their first and last id) rather than the
+    version, which every embedding batch bumps: passages are never edited, only added (a new,
+    higher id) or deleted (a lower count), so the extent changes exactly when what is counted
+    can, and a corpus being embedded (a day for a million passages on a CPU) keeps its counts,
+    each on SQLite a scan of the term's passages."""
 
     corpus_id: int
     version: int
