@@ -81,6 +81,15 @@ POSTGRES_LEXEME_COUNTS = [
         id_sum numeric NOT NULL,
         positions numeric NOT NULL
     )""",
+    # Adds to (or, with negative numbers, takes from) a corpus's tally.
+    """CREATE OR REPLACE FUNCTION corpora_passage_tally_add(c bigint, n bigint, ids numeric, k numeric)
+    RETURNS void LANGUAGE sql AS $$
+        INSERT INTO corpora_passage_tally AS t (corpus_id, passages, id_sum, positions)
+        VALUES (c, n, ids, k)
+        ON CONFLICT (corpus_id) DO UPDATE
+        SET passages = t.passages + excluded.passages, id_sum = t.id_sum + excluded.id_sum,
+            positions = t.positions + excluded.positions
+    $$""",
     # A passage's length as BM25 counts it: its tsvector's positions.
     """CREATE OR REPLACE FUNCTION corpora_tsvector_positions(v tsvector) RETURNS bigint
     LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
@@ -99,12 +108,9 @@ POSTGRES_LEXEME_COUNTS = [
         FROM new_rows n, unnest(tsvector_to_array(n.search_vector)) AS l(lexeme)
         GROUP BY 1, 2 ORDER BY 1, 2
         ON CONFLICT (corpus_id, lexeme) DO UPDATE SET passages = t.passages + excluded.passages;
-        INSERT INTO corpora_passage_tally AS t (corpus_id, passages, id_sum, positions)
-        SELECT corpus_id, count(*), sum(id), sum(corpora_tsvector_positions(search_vector))
-        FROM new_rows GROUP BY 1 ORDER BY 1
-        ON CONFLICT (corpus_id) DO UPDATE
-        SET passages = t.passages + excluded.passages, id_sum = t.id_sum + excluded.id_sum,
-            positions = t.positions + excluded.positions;
+        PERFORM corpora_passage_tally_add(
+            corpus_id, count(*), sum(id), sum(corpora_tsvector_positions(search_vector))
+        ) FROM new_rows GROUP BY corpus_id ORDER BY corpus_id;
         RETURN NULL;
     END $$""",
     """CREATE OR REPLACE FUNCTION corpora_lexeme_count_delete() RETURNS trigger
@@ -119,14 +125,9 @@ POSTGRES_LEXEME_COUNTS = [
             GROUP BY 1, 2 ORDER BY 1, 2
         ) g
         WHERE t.corpus_id = g.corpus_id AND t.lexeme = g.lexeme;
-        UPDATE corpora_passage_tally AS t
-        SET passages = t.passages - g.n, id_sum = t.id_sum - g.ids, positions = t.positions - g.k
-        FROM (
-            SELECT corpus_id, count(*) AS n, sum(id) AS ids,
-                sum(corpora_tsvector_positions(search_vector)) AS k
-            FROM old_rows GROUP BY 1 ORDER BY 1
-        ) g
-        WHERE t.corpus_id = g.corpus_id;
+        PERFORM corpora_passage_tally_add(
+            corpus_id, -count(*), -sum(id), -sum(corpora_tsvector_positions(search_vector))
+        ) FROM old_rows GROUP BY corpus_id ORDER BY corpus_id;
         RETURN NULL;
     END $$""",
     # Passages are not edited in place (ingestion adds, deletion removes), but an edit of the
@@ -144,14 +145,10 @@ POSTGRES_LEXEME_COUNTS = [
             SELECT NEW.corpus_id, l, 1 FROM unnest(tsvector_to_array(NEW.search_vector)) AS l
         ) d GROUP BY 1, 2 HAVING sum(n) <> 0 ORDER BY 1, 2
         ON CONFLICT (corpus_id, lexeme) DO UPDATE SET passages = t.passages + excluded.passages;
-        INSERT INTO corpora_passage_tally AS t (corpus_id, passages, id_sum, positions)
-        SELECT c, sum(n), sum(ids), sum(k) FROM (VALUES
+        PERFORM corpora_passage_tally_add(c, sum(n), sum(ids), sum(k)) FROM (VALUES
             (OLD.corpus_id, -1, -OLD.id, -corpora_tsvector_positions(OLD.search_vector)),
             (NEW.corpus_id, 1, NEW.id, corpora_tsvector_positions(NEW.search_vector))
-        ) AS v(c, n, ids, k) GROUP BY 1 ORDER BY 1
-        ON CONFLICT (corpus_id) DO UPDATE
-        SET passages = t.passages + excluded.passages, id_sum = t.id_sum + excluded.id_sum,
-            positions = t.positions + excluded.positions;
+        ) AS v(c, n, ids, k) GROUP BY c ORDER BY c;
         RETURN NULL;
     END $$""",
     """CREATE OR REPLACE FUNCTION corpora_lexeme_count_truncate() RETURNS trigger
@@ -208,6 +205,7 @@ POSTGRES_LEXEME_COUNTS_UNINSTALL = [
     "DROP FUNCTION IF EXISTS corpora_lexeme_count_corpus_delete()",
     "DROP TABLE IF EXISTS corpora_lexeme_count",
     "DROP TABLE IF EXISTS corpora_passage_tally",
+    "DROP FUNCTION IF EXISTS corpora_passage_tally_add(bigint, bigint, numeric, numeric)",
     "DROP FUNCTION IF EXISTS corpora_tsvector_positions(tsvector)",
 ]
 
