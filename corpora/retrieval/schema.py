@@ -97,37 +97,24 @@ POSTGRES_LEXEME_COUNTS = [
     $$""",
     # The advisory lock's first key names these counts (a constant of our own), its second the
     # corpus.
-    """CREATE OR REPLACE FUNCTION corpora_lexeme_count_insert() RETURNS trigger
+    # Insertions add (NEW TABLE), deletions take away (OLD TABLE): both triggers name their
+    # transition table changed_rows.
+    """CREATE OR REPLACE FUNCTION corpora_lexeme_count_apply() RETURNS trigger
     LANGUAGE plpgsql AS $$
+    DECLARE
+        sign integer := CASE TG_OP WHEN 'INSERT' THEN 1 ELSE -1 END;
     BEGIN
         PERFORM pg_advisory_xact_lock(1818583908, mod(c, 2147483647)::integer)
-        FROM (SELECT DISTINCT corpus_id AS c FROM new_rows ORDER BY 1) s;
+        FROM (SELECT DISTINCT corpus_id AS c FROM changed_rows ORDER BY 1) s;
         -- In key order, so that transactions meet on rows in one order.
         INSERT INTO corpora_lexeme_count AS t (corpus_id, lexeme, passages)
-        SELECT n.corpus_id, l.lexeme, count(*)
-        FROM new_rows n, unnest(tsvector_to_array(n.search_vector)) AS l(lexeme)
+        SELECT r.corpus_id, l.lexeme, sign * count(*)
+        FROM changed_rows r, unnest(tsvector_to_array(r.search_vector)) AS l(lexeme)
         GROUP BY 1, 2 ORDER BY 1, 2
         ON CONFLICT (corpus_id, lexeme) DO UPDATE SET passages = t.passages + excluded.passages;
         PERFORM corpora_passage_tally_add(
-            corpus_id, count(*), sum(id), sum(corpora_tsvector_positions(search_vector))
-        ) FROM new_rows GROUP BY corpus_id ORDER BY corpus_id;
-        RETURN NULL;
-    END $$""",
-    """CREATE OR REPLACE FUNCTION corpora_lexeme_count_delete() RETURNS trigger
-    LANGUAGE plpgsql AS $$
-    BEGIN
-        PERFORM pg_advisory_xact_lock(1818583908, mod(c, 2147483647)::integer)
-        FROM (SELECT DISTINCT corpus_id AS c FROM old_rows ORDER BY 1) s;
-        UPDATE corpora_lexeme_count AS t SET passages = t.passages - g.n
-        FROM (
-            SELECT o.corpus_id, l.lexeme, count(*) AS n
-            FROM old_rows o, unnest(tsvector_to_array(o.search_vector)) AS l(lexeme)
-            GROUP BY 1, 2 ORDER BY 1, 2
-        ) g
-        WHERE t.corpus_id = g.corpus_id AND t.lexeme = g.lexeme;
-        PERFORM corpora_passage_tally_add(
-            corpus_id, -count(*), -sum(id), -sum(corpora_tsvector_positions(search_vector))
-        ) FROM old_rows GROUP BY corpus_id ORDER BY corpus_id;
+            corpus_id, sign * count(*), sign * sum(id), sign * sum(corpora_tsvector_positions(search_vector))
+        ) FROM changed_rows GROUP BY corpus_id ORDER BY corpus_id;
         RETURN NULL;
     END $$""",
     # Passages are not edited in place (ingestion adds, deletion removes), but an edit of the
@@ -170,11 +157,11 @@ POSTGRES_LEXEME_COUNTS = [
     "DROP TRIGGER IF EXISTS corpora_lexeme_count_at ON corpora_passage",
     "DROP TRIGGER IF EXISTS corpora_lexeme_count_cd ON corpora_corpus",
     """CREATE TRIGGER corpora_lexeme_count_ai AFTER INSERT ON corpora_passage
-        REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT
-        EXECUTE FUNCTION corpora_lexeme_count_insert()""",
+        REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT
+        EXECUTE FUNCTION corpora_lexeme_count_apply()""",
     """CREATE TRIGGER corpora_lexeme_count_ad AFTER DELETE ON corpora_passage
-        REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT
-        EXECUTE FUNCTION corpora_lexeme_count_delete()""",
+        REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT
+        EXECUTE FUNCTION corpora_lexeme_count_apply()""",
     """CREATE TRIGGER corpora_lexeme_count_au AFTER UPDATE OF id, text, heading_path, corpus_id
         ON corpora_passage FOR EACH ROW EXECUTE FUNCTION corpora_lexeme_count_update()""",
     """CREATE TRIGGER corpora_lexeme_count_at AFTER TRUNCATE ON corpora_passage
@@ -198,8 +185,7 @@ POSTGRES_LEXEME_COUNTS_UNINSTALL = [
     "DROP TRIGGER IF EXISTS corpora_lexeme_count_au ON corpora_passage",
     "DROP TRIGGER IF EXISTS corpora_lexeme_count_at ON corpora_passage",
     "DROP TRIGGER IF EXISTS corpora_lexeme_count_cd ON corpora_corpus",
-    "DROP FUNCTION IF EXISTS corpora_lexeme_count_insert()",
-    "DROP FUNCTION IF EXISTS corpora_lexeme_count_delete()",
+    "DROP FUNCTION IF EXISTS corpora_lexeme_count_apply()",
     "DROP FUNCTION IF EXISTS corpora_lexeme_count_update()",
     "DROP FUNCTION IF EXISTS corpora_lexeme_count_truncate()",
     "DROP FUNCTION IF EXISTS corpora_lexeme_count_corpus_delete()",
