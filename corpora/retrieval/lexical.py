@@ -304,10 +304,11 @@ term_statistics = TermStatistics()
 
 
 def _corpus_extent(cursor, corpus_id: int) -> tuple[int, Fts5Scope, tuple]:
-    """The corpus's passage count, its FTS5 scope and its extent (count, first id, last id,
-    sum of ids: a deletion and an insertion of as many passages change the sum).
-    Stays true until the corpus's index_version moves: passage ids only grow, so no other
-    corpus's passage can later land between its first and last id."""
+    """The corpus's passage count, its FTS5 scope and its extent (on SQLite count, first id,
+    last id and sum of ids: a deletion and an insertion of as many passages change the sum; on
+    PostgreSQL count and sum, from the stored tally). Stays true until the corpus's
+    index_version moves: passage ids only grow, so no other corpus's passage can later land
+    between its first and last id."""
     if connection.vendor == "postgresql":
         # PostgreSQL has no use for a rowid range, and keeps the count and sum.
         rows, id_sum = stored_passage_tally(cursor, corpus_id)
