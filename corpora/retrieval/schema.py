@@ -95,10 +95,9 @@ POSTGRES_LEXEME_COUNTS = [
     LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
         SELECT coalesce(sum(cardinality(u.positions)), 0) FROM unnest(v) AS u
     $$""",
-    # The advisory lock's first key names these counts (a constant of our own), its second the
-    # corpus.
     # Insertions add (NEW TABLE), deletions take away (OLD TABLE): both triggers name their
-    # transition table changed_rows.
+    # transition table changed_rows. The advisory lock's first key names these counts (a
+    # constant of our own), its second the corpus.
     """CREATE OR REPLACE FUNCTION corpora_lexeme_count_apply() RETURNS trigger
     LANGUAGE plpgsql AS $$
     DECLARE
