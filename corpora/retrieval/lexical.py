@@ -526,14 +526,22 @@ def _pg_rank(
     cursor, stats: _CorpusTerms, query: ParsedQuery, limit: int, document_ids
 ) -> list[tuple[int, float]]:
     """The passages matching any term, ranked by BM25. A corpus of more passages than
-    SEARCH_DATABASE_LEXICAL_MAX_ROWS is ranked from its top postings (_pg_top_candidates)
-    rather than by scoring every passage that holds a term: at a million passages the terms
-    that survive _informative still match hundreds of thousands of passages, and scoring them
-    took 0.5-1 s a query (bench/scale.py). Phrases, a document subset and answers deeper than
-    the lists score every matching passage."""
+    SEARCH_DATABASE_LEXICAL_MAX_ROWS that has top postings (past TOP_POSTINGS_MIN_PASSAGES,
+    corpora/retrieval/schema.py) is ranked from them (_pg_top_candidates) rather than by
+    scoring every passage that holds a term: at a million passages the terms that survive
+    _informative still match hundreds of thousands of passages, and scoring them took 0.5-1 s
+    a query (bench/scale.py). Phrases, a document subset and answers deeper than the lists
+    score every matching passage."""
     configured = settings.SEARCH_DATABASE_LEXICAL_MAX_ROWS
-    small = not configured or stats.rows <= configured
-    if small or query.phrases or document_ids is not None or limit > schema.TOP_POSTINGS:
+    listed = (
+        configured
+        and stats.rows > configured
+        and not query.phrases
+        and document_ids is None
+        and limit <= schema.TOP_POSTINGS
+        and _pg_tally(cursor, stats)[1]
+    )
+    if not listed:
         return _pg_rank_matching(cursor, stats, query, limit, document_ids)
     depth = max(limit * PG_BM25_CANDIDATES_FACTOR, PG_BM25_CANDIDATES_MIN)
     candidates, params = _pg_top_candidates(cursor, stats, query, depth)
@@ -634,7 +642,7 @@ def _pg_bm25(
         "FROM scored ORDER BY score DESC, rank DESC, id LIMIT %s"
     )
     k1, b = _BM25_K1, _BM25_B
-    average = _pg_average_length(cursor, stats)
+    average, _ = _pg_tally(cursor, stats)
     cursor.execute(
         sql,
         [*params, list(query.terms), idf, _BM25_HEADING_WEIGHT, k1 + 1, k1, b, b, average, limit],
@@ -646,18 +654,20 @@ def _lucene_idf(rows: int, holding: int) -> float:
     return math.log(1 + (rows - holding + 0.5) / (holding + 0.5))
 
 
-def _pg_average_length(cursor, stats: _CorpusTerms) -> float:
-    """The corpus's mean passage length in tsvector positions, from the tally the triggers
-    keep (corpora/retrieval/schema.py); cached per extent (see _CorpusTerms)."""
-    key = ("avgdl", stats.corpus_id, stats.extent)
+def _pg_tally(cursor, stats: _CorpusTerms) -> tuple[float, bool]:
+    """(the corpus's mean passage length in tsvector positions, whether it has top postings)
+    from the tally the triggers keep (corpora/retrieval/schema.py); cached per extent (see
+    _CorpusTerms), which changes with every write that could change them."""
+    key = ("tally", stats.corpus_id, stats.extent)
     found = stats.cache.get(key)
     if found is None:
         cursor.execute(
-            "SELECT positions / nullif(passages, 0) FROM corpora_passage_tally WHERE corpus_id = %s",
+            "SELECT positions / nullif(passages, 0), top_postings "
+            "FROM corpora_passage_tally WHERE corpus_id = %s",
             [stats.corpus_id],
         )
         row = cursor.fetchone()
-        found = float(row[0]) if row and row[0] else 1.0
+        found = (float(row[0]) if row and row[0] else 1.0, bool(row and row[1]))
         stats.cache.put(key, found)
     return found
 
