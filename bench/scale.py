@@ -816,18 +816,16 @@ def _database_size(spec: dict) -> dict:
             "SELECT pg_database_size(current_database()), pg_total_relation_size('corpora_passage'), "
             "pg_relation_size('corpora_passage_search_gin'), "
             "coalesce(pg_total_relation_size(to_regclass('corpora_passagevector')), 0), "
-            "coalesce(pg_relation_size(to_regclass(%s)), 0), "
-            "coalesce(pg_total_relation_size(to_regclass('corpora_lexeme_top')), 0)",
+            "coalesce(pg_relation_size(to_regclass(%s)), 0)",
             [hnsw],
         )
-        database, passages, gin, vectors, index, top = cursor.fetchone()
+        database, passages, gin, vectors, index = cursor.fetchone()
     return {
         "database": round(database / mb, 1),
         "passage_table_total": round(passages / mb, 1),
         "gin_index": round(gin / mb, 1),
         "vector_table_total": round(vectors / mb, 1),
         "hnsw_index": round(index / mb, 1),
-        "top_postings_table_total": round(top / mb, 1),
     }
 
 
@@ -888,7 +886,6 @@ def search(spec: dict) -> dict:
     import corpora.selectors as selectors
     from corpora.embedding import embed_query_async, get_embedder
     from corpora.models import Corpus
-    from corpora.retrieval import schema
     from corpora.retrieval.query import parse_query
     from corpora.retrieval.term_index import term_indexes
     from corpora.retrieval.vector_store import vector_store
@@ -966,7 +963,6 @@ def search(spec: dict) -> dict:
             "search_vector_backend": backend,
             "search_pgvector_hnsw": settings.SEARCH_PGVECTOR_HNSW,
             "search_database_lexical_max_rows": settings.SEARCH_DATABASE_LEXICAL_MAX_ROWS,
-            "top_postings": schema.TOP_POSTINGS,
             "embedding_threads": settings.EMBEDDING_THREADS,
         },
     }
@@ -1027,9 +1023,8 @@ def _after_version_bump(corpus_id: int, queries: list[str], hybrid) -> dict[str,
 
 
 def _lexical_pruning(corpus_id: int, version: int, queries: list[str], hybrid) -> dict:
-    """What ranking from the top postings costs (a corpus past SEARCH_DATABASE_LEXICAL_MAX_ROWS,
-    corpora.retrieval.lexical._pg_rank): the lexical ranking at the depth hybrid asks for (200)
-    against the one scoring every matching passage (SEARCH_DATABASE_LEXICAL_MAX_ROWS 0),
+    """What the row budget (SEARCH_DATABASE_LEXICAL_MAX_ROWS) costs: the lexical ranking at the
+    depth hybrid asks for (200) against the one scoring every matching passage (budget 0),
     overlap at 10 and 200 with both times, and hybrid's top 10 (`hybrid(query)`: passage ids)
     with each. The two run in alternating order, query by query."""
     from django.test.utils import override_settings
@@ -1064,8 +1059,8 @@ def _lexical_pruning(corpus_id: int, version: int, queries: list[str], hybrid) -
         **{f"overlap_{label}": round(statistics.mean(v), 4) for label, v in overlaps.items() if v},
         **{f"min_overlap_{label}": round(min(v), 4) for label, v in overlaps.items() if v},
         **{f"lexical_{name}_p50_ms": round(statistics.median(t), 1) for name, t in times.items() if t},
-        "note": "lexical_ranking(limit=200) and hybrid passage_search(top_k=10) from the top postings "
-        "against scoring every matching passage; each query's term counts were cached by the latency runs",
+        "note": "lexical_ranking(limit=200) and hybrid passage_search(top_k=10) with the budget against "
+        "budget 0; each query's term counts were cached by the latency runs",
     }
 
 

@@ -19,7 +19,6 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, transaction
 
-from corpora.retrieval import schema
 from corpora.retrieval.query import ParsedQuery, fts5_any, fts5_phrase, websearch_any
 
 logger = logging.getLogger(__name__)
@@ -43,12 +42,6 @@ _SCORE_BOUND_SLACK = 1e-9
 # FTS5's bm25 constants (fts5_aux.c).
 _FTS5_K1 = 1.2
 _FTS5_IDF_FLOOR = 1e-6
-# The lexemes of a query's terms (parameters: the terms, and each term's IDF), each with the
-# largest IDF of the terms it comes from.
-_QUERY_LEXEMES = (
-    "SELECT l AS lexeme, max(q.idf) AS idf FROM unnest(%s::text[], %s::float8[]) AS q(term, idf), "
-    "unnest(tsvector_to_array(to_tsvector('english', q.term))) AS l GROUP BY l"
-)
 # PostgreSQL's BM25 re-scoring (_pg_bm25): the ts_rank candidates it scores. The constants are
 # the term index's.
 PG_BM25_CANDIDATES_FACTOR = 2
@@ -56,6 +49,10 @@ PG_BM25_CANDIDATES_MIN = 200
 # How long a term count stays in the cache shared by processes (its key changes with the
 # corpus's passages anyway).
 SHARED_COUNT_SECONDS = 24 * 3600
+# _pg_rank: how far past its row budget it may widen for MaxScore's bound, and the least
+# budget per result asked for (a budget below the depth asked leaves nothing to choose from).
+PG_LEXICAL_WIDEN_FACTOR = 4
+PG_LEXICAL_ROWS_PER_RESULT = 10
 _BM25_K1 = 1.2
 _BM25_B = 0.75
 _BM25_HEADING_WEIGHT = 0.5
@@ -525,68 +522,64 @@ def _fts5_score_profile(cursor, scope: Fts5Scope, term: str) -> ScoreProfile:
 def _pg_rank(
     cursor, stats: _CorpusTerms, query: ParsedQuery, limit: int, document_ids
 ) -> list[tuple[int, float]]:
-    """The passages matching any term, ranked by BM25. A corpus of more passages than
-    SEARCH_DATABASE_LEXICAL_MAX_ROWS that has top postings (past TOP_POSTINGS_MIN_PASSAGES,
-    corpora/retrieval/schema.py) is ranked from them (_pg_top_candidates) rather than by
-    scoring every passage that holds a term: at a million passages the terms that survive
-    _informative still match hundreds of thousands of passages, and scoring them took 0.5-1 s
-    a query (bench/scale.py). Phrases, a document subset and answers deeper than the lists
-    score every matching passage."""
+    """The passages matching any term, ranked (_pg_rank_matching). In a large corpus only the
+    passages holding the query's rarer terms are scored: as many terms as MaxScore's bound
+    needs, within a row budget.
+
+    A passage's BM25 is the sum of its terms' contributions, and a term contributes less than
+    (k1 + 1) times its IDF. Terms are taken rarest first while their passages add up to at most
+    the budget (SEARCH_DATABASE_LEXICAL_MAX_ROWS, and at least PG_LEXICAL_ROWS_PER_RESULT per
+    result asked for; always the rarest term); the left-out terms' ceilings add up to the most
+    a passage holding none of the taken terms could score. When the `limit`-th result scores
+    more, no such passage could reach the BM25 top `limit` and the ranking stands; otherwise
+    just enough further terms are taken for that to hold (the cut only rises as more passages
+    are scored), up to PG_LEXICAL_WIDEN_FACTOR times the budget, beyond which the ranking is
+    the best within it, unless that is fewer than `limit` passages: then every term is taken.
+    (As without a budget, BM25 scores the ts_rank top of the passages scored, so passages
+    holding only left-out terms can change which reach it.) At a million passages the terms
+    that survive _informative still match hundreds of thousands of passages, and scoring them
+    all took half a second to a second a query (bench/scale.py)."""
     configured = settings.SEARCH_DATABASE_LEXICAL_MAX_ROWS
-    listed = (
-        configured
-        and stats.rows > configured
-        and not query.phrases
-        and document_ids is None
-        and limit <= schema.TOP_POSTINGS
-        and _pg_tally(cursor, stats)[1]
-    )
-    if not listed:
-        return _pg_rank_matching(cursor, stats, query, limit, document_ids)
-    depth = max(limit * PG_BM25_CANDIDATES_FACTOR, PG_BM25_CANDIDATES_MIN)
-    candidates, params = _pg_top_candidates(cursor, stats, query, depth)
-    ranked = _pg_bm25(cursor, stats, query, candidates, params, limit)
-    if len(ranked) < limit and _pg_lists_incomplete(cursor, stats, query):
-        # Deletions shortened a list below what its bound leaves out: the passages
-        # holding a term may be more than the lists hold.
-        return _pg_rank_matching(cursor, stats, query, limit, document_ids)
-    return ranked
+    budget = max(configured, PG_LEXICAL_ROWS_PER_RESULT * limit)
+    small = not configured or len(query.terms) < 2 or stats.rows <= budget
+    if small or query.phrases or document_ids is not None:
+        return _pg_rank_matching(cursor, stats, query, query.terms, limit, document_ids)
+    frequencies = stats.document_frequencies(cursor, query.terms)
+    ordered = sorted(query.terms, key=lambda t: (frequencies[t], t))
+    ceilings = [(_BM25_K1 + 1) * _lucene_idf(stats.rows, frequencies[t]) for t in ordered]
 
+    def left_out(taken: int) -> float:
+        return sum(ceilings[taken:]) * (1 + _SCORE_BOUND_SLACK)
 
-def _pg_top_candidates(cursor, stats: _CorpusTerms, query: ParsedQuery, depth: int) -> tuple[str, list]:
-    """The `depth` passages with the best BM25 over their entries in the query's lexemes' top
-    postings (corpora_lexeme_top, kept by triggers: corpora/retrieval/schema.py), as the
-    candidates _pg_bm25 scores in full. A passage in the BM25 top holds at least one of the
-    query's terms among its best passages unless it only has many of them moderately: reading
-    the lists costs a few thousand entries a term instead of every passage holding it, and
-    bench/scale.py measures the rankings' overlap with scoring every matching passage."""
-    idf = [_lucene_idf(stats.rows, stats.document_frequency(cursor, term)) for term in query.terms]
-    sql = (
-        "SELECT p.id, p.search_vector, c.rank FROM ("
-        "SELECT x.id, sum(q.idf * x.impact) AS rank "
-        f"FROM ({_QUERY_LEXEMES}) q "
-        "JOIN corpora_lexeme_top t ON t.corpus_id = %s AND t.lexeme = q.lexeme, "
-        "unnest(t.passage_ids, t.impacts) AS x(id, impact) "
-        "GROUP BY x.id ORDER BY rank DESC, x.id LIMIT %s) c "
-        "JOIN corpora_passage p ON p.id = c.id AND p.corpus_id = %s"
-    )
-    return sql, [list(query.terms), idf, stats.corpus_id, depth, stats.corpus_id]
+    def within(rows_at_most: int) -> int:
+        taken, rows = 1, frequencies[ordered[0]]
+        while taken < len(ordered) and rows + frequencies[ordered[taken]] <= rows_at_most:
+            rows += frequencies[ordered[taken]]
+            taken += 1
+        return taken
 
-
-def _pg_lists_incomplete(cursor, stats: _CorpusTerms, query: ParsedQuery) -> bool:
-    """Whether a query lexeme's list leaves some of its postings out (a positive bound)."""
-    cursor.execute(
-        f"SELECT EXISTS (SELECT 1 FROM ({_QUERY_LEXEMES}) q JOIN corpora_lexeme_top t "
-        "ON t.corpus_id = %s AND t.lexeme = q.lexeme WHERE t.bound > 0)",
-        [list(query.terms), [0.0] * len(query.terms), stats.corpus_id],
-    )
-    return cursor.fetchone()[0]
+    taken, widest = within(budget), within(budget * PG_LEXICAL_WIDEN_FACTOR)
+    while True:
+        ranked = _pg_rank_matching(cursor, stats, query, ordered[:taken], limit, None)
+        if taken == len(ordered):
+            return ranked
+        if len(ranked) < limit:
+            # Too few passages hold the taken terms: the rest must be scored to fill the answer.
+            taken = len(ordered) if taken >= widest else widest
+            continue
+        cut = ranked[limit - 1][1]
+        if cut > left_out(taken) or taken >= widest:
+            return ranked
+        needed = taken + 1
+        while needed < len(ordered) and left_out(needed) >= cut:
+            needed += 1
+        taken = min(needed, widest)
 
 
 def _pg_rank_matching(
-    cursor, stats: _CorpusTerms, query: ParsedQuery, limit: int, document_ids
+    cursor, stats: _CorpusTerms, query: ParsedQuery, matching: Sequence[str], limit: int, document_ids
 ) -> list[tuple[int, float]]:
-    """The passages holding any of the query's terms (or a phrase), ranked by IDF-weighted
+    """The passages holding any of the `matching` terms (or a phrase), ranked by IDF-weighted
     ts_rank over all the query's terms; without phrases, its top candidates are then ranked by
     BM25 (_pg_bm25)."""
     doc_sql, doc_params = _documents_clause(document_ids, "p.document_id")
@@ -605,7 +598,8 @@ def _pg_rank_matching(
         "WHERE p.corpus_id = %s AND p.search_vector @@ q"
         f"{doc_sql} ORDER BY rank DESC, p.id LIMIT %s"
     )
-    params = [*score_params, websearch_any(query), stats.corpus_id, *doc_params]
+    matched = dataclasses.replace(query, terms=tuple(matching))
+    params = [*score_params, websearch_any(matched), stats.corpus_id, *doc_params]
     if query.phrases:
         cursor.execute(f"SELECT id, rank FROM ({candidates}) c", [*params, limit])
         return [(row[0], float(row[1])) for row in cursor.fetchall()]
@@ -627,7 +621,9 @@ def _pg_bm25(
     idf = [_lucene_idf(stats.rows, stats.document_frequency(cursor, term)) for term in query.terms]
     sql = (
         f"WITH candidates AS MATERIALIZED ({candidates}), "
-        f"terms AS ({_QUERY_LEXEMES}), "
+        "terms AS (SELECT l AS lexeme, max(q.idf) AS idf "
+        "FROM unnest(%s::text[], %s::float8[]) AS q(term, idf), "
+        "unnest(tsvector_to_array(to_tsvector('english', q.term))) AS l GROUP BY l), "
         # One pass over each candidate's lexemes: its length, and its matching terms'
         # frequencies with their IDFs.
         "scored AS (SELECT c.id, c.rank, sum(cardinality(u.positions)) AS dl, "
@@ -642,7 +638,7 @@ def _pg_bm25(
         "FROM scored ORDER BY score DESC, rank DESC, id LIMIT %s"
     )
     k1, b = _BM25_K1, _BM25_B
-    average, _ = _pg_tally(cursor, stats)
+    average = _pg_average_length(cursor, stats)
     cursor.execute(
         sql,
         [*params, list(query.terms), idf, _BM25_HEADING_WEIGHT, k1 + 1, k1, b, b, average, limit],
@@ -654,20 +650,18 @@ def _lucene_idf(rows: int, holding: int) -> float:
     return math.log(1 + (rows - holding + 0.5) / (holding + 0.5))
 
 
-def _pg_tally(cursor, stats: _CorpusTerms) -> tuple[float, bool]:
-    """(the corpus's mean passage length in tsvector positions, whether it has top postings)
-    from the tally the triggers keep (corpora/retrieval/schema.py); cached per extent (see
-    _CorpusTerms), which changes with every write that could change them."""
-    key = ("tally", stats.corpus_id, stats.extent)
+def _pg_average_length(cursor, stats: _CorpusTerms) -> float:
+    """The corpus's mean passage length in tsvector positions, from the tally the triggers
+    keep (corpora/retrieval/schema.py); cached per extent (see _CorpusTerms)."""
+    key = ("avgdl", stats.corpus_id, stats.extent)
     found = stats.cache.get(key)
     if found is None:
         cursor.execute(
-            "SELECT positions / nullif(passages, 0), top_postings "
-            "FROM corpora_passage_tally WHERE corpus_id = %s",
+            "SELECT positions / nullif(passages, 0) FROM corpora_passage_tally WHERE corpus_id = %s",
             [stats.corpus_id],
         )
         row = cursor.fetchone()
-        found = (float(row[0]) if row and row[0] else 1.0, bool(row and row[1]))
+        found = float(row[0]) if row and row[0] else 1.0
         stats.cache.put(key, found)
     return found
 
