@@ -1,3 +1,4 @@
+import html
 import re
 from collections import Counter
 
@@ -5,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from research.citations import CitablePassage, RenderedReport, citations_render
+from research.citations import CitablePassage, RenderedReport, citations_render, markdown_inline
 from research.constants import (
     WARNING_CITE_MALFORMED,
     WARNING_FOOTNOTE_REMOVED,
@@ -18,6 +19,7 @@ from research.constants import (
     WARNING_UNKNOWN_ID,
     WARNING_UNRETRIEVED_ID,
 )
+from research.pages import markdown_html
 
 LIABILITY = "The supplier shall not be liable for any indirect damages. This limit survives termination."
 TERMINATION = "Either party may terminate this agreement on thirty days\u2019 written notice."
@@ -275,9 +277,22 @@ def test_sources_block_escapes_markup_in_corpus_text():
     assert report.citations[0]["quote"] == 'Use <cite ids="12"> and [^1]'
     assert report.content == (
         "Claim.[^1]\n\n## Sources\n\n"
-        "[^1]: *Annex &lt;b>&#91;draft&#93;&lt;/b>* (annex &#91;v2&#93;.pdf), p. 1, passage 32: "
-        '"Use &lt;cite ids="12"> and &#91;^1&#93;"\n'
+        "[^1]: *Annex &lt;b>\\[draft\\]&lt;/b>* (annex \\[v2\\].pdf), p. 1, passage 32: "
+        '"Use &lt;cite ids="12"> and \\[^1\\]"\n'
     )
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["Fees of $[***] for each occurrence", "Organic Preparations INC. & Agape", r"C:\\contracts [v2] < 3"],
+)
+def test_inline_corpus_text_reads_and_renders_as_written(text):
+    # given a contract's redaction brackets, an ampersand, a backslash, a "<" that opens no tag
+    line = markdown_inline(text)
+
+    # then the Markdown line holds no entity to read around, and renders as the text again
+    assert "&#" not in line and "&amp;" not in line
+    assert html.unescape(re.sub(r"</?p>", "", markdown_html(line))) == text
 
 
 # --- Guards: ids ----------------------------------------------------------------------------

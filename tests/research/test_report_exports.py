@@ -111,7 +111,7 @@ def test_a_running_report_exports_its_findings_so_far(browser, user, corpus):
     text = export(browser, report, "markdown").content.decode()
 
     assert text.startswith("# Liability caps\n\nThe report is not written yet. Its findings so far:\n\n")
-    claim = "1. Liability is capped &#91;^9&#93; &lt;b>"  # one line of text: no footnote, no tag
+    claim = "1. Liability is capped \\[^9\\] &lt;b>"  # one line of text: no footnote, no tag
     assert f'{claim} *{passage.document.title}*, passage {passage.pk}: "{quote}"' in text
     data = json.loads(export(browser, report, "json").content)
     assert data["status"] == "RUNNING" and data["markdown"] == ""
