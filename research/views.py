@@ -47,11 +47,14 @@ def report_list_page(request: HttpRequest) -> HttpResponse:
 @login_required
 def report_detail(request: HttpRequest, slug: str) -> HttpResponse:
     report = _own(request, slug)
+    summary = report_progress_summary(report=report)
     context = {
         "report": report,
         "body_html": report_body_html(report),
         "sources": report_sources(report),
-        "findings_count": len(report.findings),
+        # as the progress view counts them, so the header the page's script updates starts alike
+        "findings_count": summary["findings_count"],
+        "sources_count": summary["sources_count"],
     }
     return render(request, "research/report_detail.html", context)
 

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from corpora.models import Passage
 from corpora.services import corpus_create
+from research.models import ReportStatus, ResearchReport
 from research.services import report_cancel
 from tests.browser.helpers import BROWSER_TEST, in_a_thread, sign_in
 from tests.documents import pdf_bytes
@@ -136,6 +138,56 @@ def test_the_report_page_follows_a_run_and_shows_its_end_without_a_reload(
     assert page.is_visible("text=Resumed from its findings.")
     page.wait_for_selector(".status[data-status=COMPLETED]", timeout=90_000)
     assert page.locator("article sup a").count() >= 1
+
+
+def _finding(number: int, passage: Passage) -> dict:
+    quote = passage.text[:40]
+    return {"id": number, "claim": quote, "quote": quote, "passage_id": passage.pk} | {
+        "passage_ids": [passage.pk],
+        "document_id": passage.document_id,
+    }
+
+
+@pytest.fixture
+def running_report(waiting_report):
+    """The waiting report taken by a run that has recorded one finding; and a passage of another
+    document, for the next."""
+    passages = Passage.objects.filter(document__corpus=waiting_report.corpus).order_by(
+        "document_id", "ordinal"
+    )
+    first = passages.first()
+    other = passages.exclude(document_id=first.document_id).first()
+    ResearchReport.objects.filter(pk=waiting_report.pk).update(
+        status=ReportStatus.RUNNING, findings=[_finding(1, first)], progress={"phase": "researching"}
+    )
+    return waiting_report, [_finding(1, first), _finding(2, other)]
+
+
+def test_a_running_report_page_shows_its_question_and_counts_as_the_run_goes(
+    live_server, running_report, browser_page
+):
+    waiting_report, findings = running_report
+    page = browser_page
+    sign_in(page, live_server.url)
+    page.goto(f"{live_server.url}/reports/{waiting_report.slug}/")
+    # before the report is written, the page shows what was asked
+    assert page.inner_text("section.prompt h1") == "Liability caps"
+    assert page.inner_text("section.prompt p") == "What limits the liability of the supplier?"
+    assert page.inner_text("header.meta .findings") == "1 finding"
+    page.evaluate("() => { window.stillTheSamePage = true; }")
+
+    # the run records a finding in another document: the header follows, with no reload
+    in_a_thread(
+        lambda: ResearchReport.objects.filter(pk=waiting_report.pk).update(
+            findings=findings, progress={"phase": "sweeping"}
+        )
+    )
+    page.wait_for_function(
+        "() => document.querySelector('header.meta .findings').textContent === '2 findings'"
+    )
+    assert page.inner_text("header.meta .sources") == "2 sources"
+    assert page.inner_text("header.meta .status") == "Running"
+    assert page.evaluate("() => window.stillTheSamePage") is True
 
 
 def test_cancel_from_the_report_page(live_server, waiting_report, browser_page):

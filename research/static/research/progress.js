@@ -21,6 +21,19 @@
     return parts.join(" · ");
   }
 
+  // The page's header line (status, findings, sources) follows the run too.
+  function header(p) {
+    var status = document.querySelector("header.meta .status");
+    if (status) {
+      status.textContent = p.status_display;
+      status.dataset.status = p.status;
+    }
+    var findings = document.querySelector("header.meta .findings");
+    if (findings) findings.textContent = p.findings + " finding" + (p.findings === 1 ? "" : "s");
+    var sources = document.querySelector("header.meta .sources");
+    if (sources) sources.textContent = p.sources + " source" + (p.sources === 1 ? "" : "s");
+  }
+
   function poll() {
     fetch(url, { headers: { Accept: "application/json" }, credentials: "same-origin" })
       .then(function (response) {
@@ -29,6 +42,7 @@
       })
       .then(function (p) {
         box.querySelector(".line").textContent = describe(p);
+        header(p);
         box.dataset.status = p.status;
         if (p.terminal) {
           window.location.reload();
