@@ -40,6 +40,10 @@ class BreadthInvalid(ResearchError):
     code = "breadth_invalid"
 
 
+class MaxStepsInvalid(ResearchError):
+    code = "max_steps_invalid"
+
+
 class TimeLimitInvalid(ResearchError):
     code = "time_limit_invalid"
 

@@ -50,6 +50,7 @@ from research.exceptions import (
     DepthInvalid,
     DocumentScopeInvalid,
     FindingRejected,
+    MaxStepsInvalid,
     ModelNotAllowed,
     PromptInvalid,
     ReportAlreadyActive,
@@ -98,8 +99,13 @@ def report_start(
     prompt = (prompt or "").strip()
     if "\x00" in prompt + (rubric or "") + (title or ""):
         raise PromptInvalid("text must not contain NUL characters", field="prompt")
-    if not prompt or len(prompt) > PROMPT_MAX_CHARS:
-        raise PromptInvalid(f"a research prompt is 1 to {PROMPT_MAX_CHARS:,} characters", field="prompt")
+    if not prompt:
+        raise PromptInvalid("a research prompt needs some text: the question to research", field="prompt")
+    if len(prompt) > PROMPT_MAX_CHARS:
+        raise PromptInvalid(
+            f"a research prompt is at most {PROMPT_MAX_CHARS:,} characters (this one has {len(prompt):,})",
+            field="prompt",
+        )
     depth = depth or DEFAULT_DEPTH
     if depth not in DEPTH_PRESETS:
         raise DepthInvalid(f"depth is one of {', '.join(DEPTH_PRESETS)}", field="depth")
@@ -110,7 +116,7 @@ def report_start(
     title = " ".join((title or "").split()) or _title_from_prompt(prompt)
     if len(title) > TITLE_MAX_CHARS:
         raise TitleInvalid(f"a title is at most {TITLE_MAX_CHARS} characters", field="title")
-    steps = preset.max_steps if max_steps is None else max(1, min(int(max_steps), MAX_STEPS_CEILING))
+    steps = preset.max_steps if max_steps is None else _max_steps(max_steps)
     breadth = _breadth(preset.breadth if breadth is None else breadth)
     time_limit = _time_limit(preset.time_limit_seconds if time_limit_seconds is None else time_limit_seconds)
     model = _model_spec(model)
@@ -180,6 +186,16 @@ def _breadth(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= BREADTH_MAX:
         raise BreadthInvalid(f"breadth is a whole number from 1 to {BREADTH_MAX}", field="breadth")
     return value
+
+
+def _max_steps(value: Any) -> int:
+    """At least one step (a run of none could only fail); past the ceiling, the ceiling."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise MaxStepsInvalid(
+            f"max steps is a whole number of at least 1 (runs use at most {MAX_STEPS_CEILING:,})",
+            field="max_steps",
+        )
+    return min(value, MAX_STEPS_CEILING)
 
 
 def _time_limit(value: Any) -> int:

@@ -94,7 +94,7 @@ def test_start_defaults_title_depth_and_steps(gql, corpus):
 
 @pytest.mark.parametrize(
     ("max_steps", "stored"),
-    [(-5, 1), (0, 1), (10**6, MAX_STEPS_CEILING), (2**31 - 1, MAX_STEPS_CEILING)],
+    [(1, 1), (10**6, MAX_STEPS_CEILING), (2**31 - 1, MAX_STEPS_CEILING)],
 )
 def test_max_steps_is_clamped_to_the_ceiling(gql, corpus, max_steps, stored):
     payload = start(gql, gid("Corpus", corpus.pk), m=max_steps)
@@ -106,10 +106,25 @@ def test_max_steps_is_clamped_to_the_ceiling(gql, corpus, max_steps, stored):
     [
         (
             {"p": "x" * 10_001},
-            error("prompt", "a research prompt is 1 to 10,000 characters", "prompt_invalid"),
+            error(
+                "prompt",
+                "a research prompt is at most 10,000 characters (this one has 10,001)",
+                "prompt_invalid",
+            ),
         ),
-        ({"p": "   "}, error("prompt", "a research prompt is 1 to 10,000 characters", "prompt_invalid")),
+        (
+            {"p": "   "},
+            error("prompt", "a research prompt needs some text: the question to research", "prompt_invalid"),
+        ),
         ({"r": "r" * 8_193}, error("rubric", "a rubric is at most 8,192 characters", "rubric_invalid")),
+        (
+            {"m": 0},
+            error(
+                "maxSteps",
+                "max steps is a whole number of at least 1 (runs use at most 5,000)",
+                "max_steps_invalid",
+            ),
+        ),
         ({"t": "t" * 201}, error("title", "a title is at most 200 characters", "title_invalid")),
         ({"docs": ["nonsense"]}, error("documentIds", "not a valid Document id", "invalid_id")),
         ({"docs": [gid("Corpus", 1)]}, error("documentIds", "not a valid Document id", "invalid_id")),
@@ -119,6 +134,7 @@ def test_max_steps_is_clamped_to_the_ceiling(gql, corpus, max_steps, stored):
         "prompt-10001",
         "prompt-blank",
         "rubric-8193",
+        "max-steps-0",
         "title-201",
         "doc-junk",
         "doc-wrong-type",

@@ -320,8 +320,10 @@ def test_bad_arguments_are_a_usage_error(live_server, token):
     assert "--corpus" in result.stderr
 
 
-def test_an_unknown_corpus_exits_1_with_corpus_not_found(live_server, token, samples):
-    result = deepcite("research", PROMPT, "--corpus", "999999", url=live_server.url, token=token)
+@pytest.mark.parametrize("corpus", ["999999", "No such corpus"])
+def test_an_unknown_corpus_exits_1_with_corpus_not_found(live_server, token, samples, corpus):
+    # by id the server says so, by name the client: the same code and exit either way
+    result = deepcite("research", PROMPT, "--corpus", corpus, url=live_server.url, token=token)
 
     assert result.returncode == 1
     assert result.stderr.startswith("deepcite: [corpus_not_found] ")

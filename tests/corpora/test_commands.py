@@ -114,8 +114,14 @@ def test_search_errors_are_one_line_with_a_code(folder):
         run("search", "--corpus", "Legal", "x", "--top-k", "0")
     with pytest.raises(CommandError, match=r"\[dense_search_unavailable\]"):
         run("search", "--corpus", "Legal", "x", "--mode", "dense")
-    with pytest.raises(CommandError, match=r"\[invalid_arguments\]"):
+    with pytest.raises(CommandError, match=r"\[invalid_arguments\] give a query to search for"):
         run("search", "--corpus", "Legal")
+    with pytest.raises(CommandError, match=r"\[invalid_arguments\] give a query to search for"):
+        run("search", "--corpus", "Legal", "  ")
+    queries = folder / "queries.txt"
+    queries.write_text("x\n")
+    with pytest.raises(CommandError, match=r"\[invalid_arguments\] .*not both"):
+        run("search", "--corpus", "Legal", "x", "--queries", str(queries))
 
 
 @pytest.mark.django_db

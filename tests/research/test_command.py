@@ -80,6 +80,8 @@ def test_research_text_output_ends_with_the_status_line(cli_corpus, capsys):
     [
         (["--corpus", "Nope", "x"], "[corpus_not_found]"),
         (["--corpus", "Samples", "   "], "[prompt_invalid]"),
+        (["--corpus", "Samples", "--max-steps", "0", "x"], "[max_steps_invalid]"),
+        (["--corpus", "Samples", "--max-steps", "-5", "x"], "[max_steps_invalid]"),
         (["--corpus", "Samples", "--no-wait", "x"], "[no_broker]"),
         (["--corpus", "Samples", "--documents", "a,b", "x"], "[document_scope_invalid]"),
     ],

@@ -84,6 +84,8 @@ def test_a_request_overrides_breadth_time_limit_and_model(user, corpus, settings
 @pytest.mark.parametrize(
     ("kwargs", "code", "field"),
     [
+        ({"max_steps": 0}, "max_steps_invalid", "max_steps"),
+        ({"max_steps": -5}, "max_steps_invalid", "max_steps"),
         ({"breadth": 0}, "breadth_invalid", "breadth"),
         ({"breadth": BREADTH_MAX + 1}, "breadth_invalid", "breadth"),
         ({"breadth": True}, "breadth_invalid", "breadth"),
@@ -100,7 +102,7 @@ def test_overrides_out_of_bounds_are_refused_and_write_nothing(user, corpus, kwa
 
 @pytest.mark.parametrize(
     ("asked", "stored"),
-    [(0, 1), (-5, 1), (7, 7), (MAX_STEPS_CEILING + 1, MAX_STEPS_CEILING), (10**6, MAX_STEPS_CEILING)],
+    [(1, 1), (7, 7), (MAX_STEPS_CEILING + 1, MAX_STEPS_CEILING), (10**6, MAX_STEPS_CEILING)],
 )
 def test_start_clamps_max_steps(user, corpus, asked, stored):
     report = report_start(user=user, corpus=corpus, prompt="x", max_steps=asked)

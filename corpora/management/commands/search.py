@@ -44,8 +44,10 @@ class Command(BaseCommand):
         return self._handle(options)
 
     def _handle(self, options) -> None:
-        if bool(options["query"]) == bool(options["queries"]):
+        if options["query"] and options["queries"]:
             raise CommandError("[invalid_arguments] give a query or --queries FILE, not both")
+        if not options["queries"] and not (options["query"] or "").strip():
+            raise CommandError("[invalid_arguments] give a query to search for (or --queries FILE)")
         corpus = corpus_for_cli(options["user"], options["corpus"])
         if options["queries"]:
             path = Path(options["queries"])
