@@ -20,6 +20,7 @@ from config.exceptions import ApplicationError
 from config.ratelimit import RateLimited, rate, rate_limit_hit
 from corpora.constants import UPLOAD_FIELD
 from corpora.exceptions import CorpusNotFound, CorpusPermissionDenied, DocumentNotFound
+from corpora.extraction import SUPPORTED_SUFFIXES
 from corpora.highlight import parse_mark, passage_marked_html
 from corpora.models import Corpus
 from corpora.selectors import (
@@ -235,5 +236,6 @@ def _page(
         "error": error,
         "upload_limit_mb": settings.UPLOAD_MAX_BYTES // (1024 * 1024),
         "upload_limit_bytes": settings.UPLOAD_MAX_BYTES,
+        "upload_accept": ",".join(SUPPORTED_SUFFIXES),  # what ingestion reads, so the picker offers it all
     }
     return render(request, "corpora/corpus_detail.html", context, status=status)

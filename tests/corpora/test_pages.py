@@ -2,6 +2,8 @@
 through the form (per-file results), search, delete a document; shared users read and search
 but cannot manage; others get 404; CSRF and escaping."""
 
+import re
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
@@ -36,6 +38,22 @@ def test_a_bad_or_taken_name_is_said_on_home(browser, user):
     page = browser.post(reverse("corpora:new"), {"name": "   "}, follow=True).content.decode()
     assert "corpus_name_invalid" in page
     assert Corpus.objects.count() == 1
+
+
+def test_the_file_picker_offers_every_kind_ingestion_reads(browser, user):
+    corpus = corpus_create(creator=user, name="Contracts")
+    page = browser.get(reverse("corpora:detail", args=[corpus.pk])).content.decode()
+    accept = re.search(r'<input type="file"[^>]* accept="([^"]*)"', page).group(1)
+    assert sorted(accept.split(",")) == [
+        ".docx",
+        ".htm",
+        ".html",
+        ".markdown",
+        ".md",
+        ".pdf",
+        ".text",
+        ".txt",
+    ]
 
 
 def test_uploading_through_the_form_ingests_each_file_with_its_result(browser, user):
