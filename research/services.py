@@ -225,9 +225,18 @@ def _model_spec(model: str | None) -> str:
     return model
 
 
+# A title made from the prompt is at most this long (a given one may take TITLE_MAX_CHARS).
+PROMPT_TITLE_CHARS = 120
+
+
 def _title_from_prompt(prompt: str) -> str:
+    """The prompt's first line, whole where it fits a title; else cut at the last word that fits."""
     first_line = " ".join(prompt.splitlines()[0].split()) if prompt.splitlines() else prompt
-    return first_line if len(first_line) <= 120 else first_line[:119].rstrip() + "\u2026"
+    if len(first_line) <= PROMPT_TITLE_CHARS:
+        return first_line
+    cut = first_line[: PROMPT_TITLE_CHARS - 1]
+    words = cut.rsplit(" ", 1)[0] if " " in cut else cut
+    return words.rstrip(" ,;:-") + "\u2026"
 
 
 def _slug(title: str) -> str:

@@ -100,6 +100,16 @@ def test_overrides_out_of_bounds_are_refused_and_write_nothing(user, corpus, kwa
     assert not ResearchReport.objects.exists()
 
 
+def test_a_title_from_a_long_prompt_keeps_whole_words(user, corpus):
+    # given a one-line question longer than a title holds
+    prompt = "What do these agreements require the receiving party to do " * 5
+    report = report_start(user=user, corpus=corpus, prompt=prompt)
+
+    # then the title is cut after a whole word, and marked as cut
+    assert len(report.title) <= 120 and report.title.endswith("\u2026")
+    assert prompt.startswith(report.title[:-1]) and prompt[len(report.title) - 1] == " "
+
+
 @pytest.mark.parametrize(
     ("asked", "stored"),
     [(1, 1), (7, 7), (MAX_STEPS_CEILING + 1, MAX_STEPS_CEILING), (10**6, MAX_STEPS_CEILING)],
