@@ -68,7 +68,7 @@ def compose_report(
         lines += _key_findings(by_index, positions or {}, titles)
         lines += _tables(by_index, positions or {}, titles)
         lines += _analysis(by_index, titles)
-    lines += _gaps(by_index)
+    lines += _gaps(by_index, titles)
     return "\n".join(lines).strip() + "\n"
 
 
@@ -213,19 +213,22 @@ def _brief(by_index: dict[int, _Question], titles: Mapping[int, str]) -> list[st
     return ["## Answer", "", *[f"- {_cite(f)} (*{_title(titles, f)}*)" for f in findings], ""]
 
 
-def _gaps(by_index: dict[int, _Question]) -> list[str]:
+def _gaps(by_index: dict[int, _Question], titles: Mapping[int, str]) -> list[str]:
     lines = []
     for item in by_index.values():
         q = item.summary
+        # a document the judge turned down but a researcher quoted for this question is no gap
+        quoted = {_title(titles, f) for f in item.findings}
+        unanswered = sorted({t for t in q.not_addressing if t not in quoted}, key=str.lower)
         if not item.findings and q.question != OTHER_FINDINGS:
             lines.append(f"- {_one_line(q.question)}: no passage retrieved in this run supports an answer.")
-        elif q.swept and q.not_addressing:
-            names = [_one_line(t) for t in q.not_addressing[:GAP_TITLES]]
-            more = len(q.not_addressing) - len(names)
+        elif q.swept and unanswered:
+            names = [_one_line(t) for t in unanswered[:GAP_TITLES]]
+            more = len(unanswered) - len(names)
             listed = ", ".join(f"*{n}*" for n in names) + (f" and {more} more" if more > 0 else "")
             lines.append(
-                f"- {_one_line(q.question)}: {len(q.not_addressing)} of {q.documents_examined} documents "
-                f"examined do not address it: {listed}."
+                f"- {_one_line(q.question)}: in {len(unanswered)} of the {q.documents_examined} documents "
+                f"examined, no passage was judged to address it: {listed}."
             )
     return ["## Gaps", "", *lines, ""] if lines else []
 

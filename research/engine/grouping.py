@@ -1,7 +1,7 @@
 """Findings grouped by the position their quotes take: average-link clustering of the quotes'
 vectors (the embedding model's, or TF-IDF over their content words when there is none), each
-group named by the key terms of its most central quote. Pure numpy over plain lists; the
-offline writer and the salvage composer both use it."""
+group named by the run of words of its most central quote that the group shares most. Pure
+numpy over plain lists; the offline writer and the salvage composer both use it."""
 
 import math
 from collections import Counter
@@ -18,9 +18,17 @@ from research.engine.text import content_words
 EMBEDDING_THRESHOLD = 0.75
 TFIDF_THRESHOLD = 0.3
 MAX_GROUPS = 6
-LABEL_TERMS = 4
+LABEL_WORDS = 6
+# A label stays within one clause of its quote.
+_CLAUSE_END = ".,;:)"
+_PUNCTUATION = ".,;:()[]\"'\u201c\u201d\u2018\u2019"
+# The group that pools the smallest clusters past max_groups: no one position, so no quote names it.
+POOLED_LABEL = "other positions"
+# What a word of the question weighs in a label: less than any word of the group's own.
+_QUESTION_WORD_WEIGHT = 1e-3
 # Modal and linking words say how, not what: never a position's name.
 LABEL_FUNCTION_WORDS = frozenset("shall must may will would should upon hereby herein thereof".split())
+_FUNCTION_STEMS = frozenset(content_words(" ".join(LABEL_FUNCTION_WORDS)))
 
 
 @dataclass(frozen=True)
@@ -49,15 +57,18 @@ def group_texts(
     similarity = matrix @ matrix.T
     clusters = _average_link(similarity, threshold)
     clusters.sort(key=lambda c: (-len(c), min(c)))
-    if len(clusters) > max_groups:
-        pooled = sorted(i for c in clusters[max_groups - 1 :] for i in c)
-        clusters = [*clusters[: max_groups - 1], pooled]
+    pooled = len(clusters) > max_groups
+    if pooled:
+        clusters = [*clusters[: max_groups - 1], sorted(i for c in clusters[max_groups - 1 :] for i in c)]
     weights = _term_weights(texts)
-    excluded = set(content_words(" ".join(exclude))) | set(content_words(" ".join(LABEL_FUNCTION_WORDS)))
+    excluded = set(content_words(" ".join(exclude)))
     groups = []
-    for cluster in clusters:
+    for number, cluster in enumerate(clusters):
         ordered = sorted(cluster, key=lambda i: (-float(similarity[i, cluster].mean()), i))
-        label = _label(texts[ordered[0]], [texts[i] for i in cluster], weights, excluded)
+        if pooled and number == len(clusters) - 1:
+            label = POOLED_LABEL
+        else:
+            label = _label(texts[ordered[0]], [texts[i] for i in cluster], weights, excluded)
         groups.append(Group(ordered, label))
     return groups
 
@@ -103,18 +114,34 @@ def _term_weights(texts: Sequence[str]) -> dict[str, float]:
 
 
 def _label(central: str, members: Sequence[str], weights: dict[str, float], excluded: set[str]) -> str:
-    """The central quote's words that its group shares most and the others least, in the order
-    the quote says them (words of `excluded` left out)."""
+    """The central quote's words as it says them: the run of at most LABEL_WORDS words, within
+    one clause, whose words its group shares most and the others least ("return or destroy all
+    copies", not a list of terms). Modal words weigh nothing; the question's own words (of
+    `excluded`) next to nothing, enough to finish a phrase ("confidential materials") but never
+    to name a group alone. 'other' where no word weighs."""
     in_group = Counter(term for m in members for term in set(content_words(m)))
-    spoken: dict[str, str] = {}
-    for word in central.split():
-        cleaned = word.strip(".,;:()[]\"'\u201c\u201d\u2018\u2019").lower()
+    spoken = central.split()
+    scores = []
+    for word in spoken:
+        cleaned = word.strip(_PUNCTUATION).lower()
         stems = content_words(cleaned)
-        if stems and stems[0] not in spoken and stems[0] not in excluded and cleaned.isalpha():
-            spoken[stems[0]] = cleaned
-    scored = sorted(
-        spoken, key=lambda stem: -(in_group.get(stem, 0) / len(members)) * weights.get(stem, 0.0)
-    )[:LABEL_TERMS]
-    order = list(spoken)
-    chosen = sorted(scored, key=order.index)
-    return ", ".join(spoken[s] for s in chosen) or "other"
+        if not stems or not cleaned.isalpha() or stems[0] in _FUNCTION_STEMS:
+            scores.append(0.0)
+        elif stems[0] in excluded:
+            scores.append(_QUESTION_WORD_WEIGHT)
+        else:
+            scores.append(in_group.get(stems[0], 0) / len(members) * weights.get(stems[0], 0.0))
+    best, span = 0.0, None
+    for start, score in enumerate(scores):
+        if score <= 0:
+            continue
+        total = 0.0
+        for end in range(start, min(start + LABEL_WORDS, len(spoken))):
+            total += scores[end]
+            if scores[end] > 0 and total > best:
+                best, span = total, (start, end)
+            if spoken[end][-1] in _CLAUSE_END:
+                break
+    if span is None or best < 2 * LABEL_WORDS * _QUESTION_WORD_WEIGHT:
+        return "other"
+    return " ".join(spoken[span[0] : span[1] + 1]).strip(_PUNCTUATION)

@@ -14,6 +14,7 @@ from research.drafts import (
 
 RETURN_QUESTION = "Must the recipient return its materials?"
 SOLICIT_QUESTION = "Is there a non-solicitation clause?"
+NOT_JUDGED = "no passage was judged to address it"
 TITLES = {1: "Alpha NDA", 2: "Beta NDA", 3: "Gamma NDA", 4: "Delta NDA", 5: "Epsilon NDA", 6: "Zeta NDA"}
 
 
@@ -81,7 +82,7 @@ def test_a_swept_question_has_counts_a_table_by_document_and_its_gaps():
         '| Gamma NDA |  | <cite findings="1">Gamma requires destruction</cite> |',
     ]
     assert _section(report, "## Gaps") == [
-        f"- {RETURN_QUESTION}: 2 of 5 documents examined do not address it: *Doc D*, *Doc E*."
+        f"- {RETURN_QUESTION}: in 2 of the 5 documents examined, {NOT_JUDGED}: *Doc D*, *Doc E*."
     ]
     # the table holds every finding, so there is no detailed analysis
     assert "## Detailed analysis" not in report
@@ -110,7 +111,7 @@ def test_a_question_without_findings_is_a_gap():
 
     # then
     assert _section(report, "## Gaps") == [
-        f"- {RETURN_QUESTION}: 2 of 5 documents examined do not address it: *Doc D*, *Doc E*.",
+        f"- {RETURN_QUESTION}: in 2 of the 5 documents examined, {NOT_JUDGED}: *Doc D*, *Doc E*.",
         f"- {SOLICIT_QUESTION}: no passage retrieved in this run supports an answer.",
     ]
     assert SOLICIT_QUESTION not in "\n".join(_section(report, "## Summary"))
@@ -158,7 +159,7 @@ def test_brief_report_is_the_answer_and_the_gaps():
     assert "## Summary" not in report
     assert "## Documents" not in report
     assert _section(report, "## Gaps") == [
-        f"- {RETURN_QUESTION}: 2 of 5 documents examined do not address it: *Doc D*, *Doc E*.",
+        f"- {RETURN_QUESTION}: in 2 of the 5 documents examined, {NOT_JUDGED}: *Doc D*, *Doc E*.",
         f"- {SOLICIT_QUESTION}: no passage retrieved in this run supports an answer.",
     ]
 
@@ -326,10 +327,11 @@ def test_positions_by_words_group_a_swept_questions_findings_by_their_quotes():
     positions = positions_by_words(questions, _quote_findings())
 
     # then the unswept question has no positions; the swept one two, larger first, each named by
-    # words the question itself does not say
+    # its central quote's words, the question's own ("return", "materials") only finishing a phrase
     assert list(positions) == [0]
     assert [sorted(p.finding_ids) for p in positions[0]] == [[1, 3, 5], [2, 4]]
-    assert [p.label for p in positions[0]] == ["destroy, confidential", "notify, disclosing, party, court"]
+    labels = [p.label for p in positions[0]]
+    assert labels == ["return or destroy all confidential materials", "disclosing party of any court order"]
 
 
 def test_positions_by_words_need_two_findings():
@@ -380,9 +382,8 @@ def test_compose_from_findings_renders_with_every_footnote_quoting_its_finding()
     assert rendered.content.startswith("# NDA review\n\n*Cut short.*\n\n## Summary\n")
     assert "## Key findings" in rendered.content
     assert f"- {SOLICIT_QUESTION}: no passage retrieved in this run supports an answer." in rendered.content
-    assert (
-        "- Must the recipient return its materials?: 1 of 6 documents examined do not address it: *Zeta NDA*."
-        in (rendered.content)
+    assert f"- {RETURN_QUESTION}: in 1 of the 6 documents examined, {NOT_JUDGED}: *Zeta NDA*." in (
+        rendered.content
     )
 
 
@@ -420,7 +421,7 @@ def test_gaps_name_at_most_25_documents_and_count_the_rest():
     # then
     named = ", ".join(f"*Lease {n:02d}*" for n in range(1, 26))
     assert _section(report, "## Gaps") == [
-        f"- {RETURN_QUESTION}: 27 of 30 documents examined do not address it: {named} and 2 more."
+        f"- {RETURN_QUESTION}: in 27 of the 30 documents examined, {NOT_JUDGED}: {named} and 2 more."
     ]
 
 
@@ -455,3 +456,20 @@ def test_a_verbatim_quotation_holding_a_pipe_survives_the_table_cell():
     # then the quotation is kept in the table, escaped for it, and nothing is removed
     assert rendered.warnings == []
     assert '| Alpha NDA |  | Alpha says "net 30 \\| late fee 2% per month"[^1] |' in rendered.content
+
+
+def test_a_document_a_researcher_quoted_for_the_question_is_no_gap():
+    # given a question the judge found 2 of 5 documents not to address, one of which (Zeta NDA)
+    # a researcher quoted for that question all the same
+    questions = [_swept(not_addressing=["Zeta NDA", "Doc E"])]
+    findings = [*SWEEP_FINDINGS, _finding(4, "Zeta requires return", document_id=6, origin="researcher")]
+
+    # when
+    report = compose_report(
+        title="NDA review", questions=questions, findings=findings, document_titles=TITLES
+    )
+
+    # then Gaps names only the document nothing was quoted from
+    assert _section(report, "## Gaps") == [
+        f"- {RETURN_QUESTION}: in 1 of the 5 documents examined, {NOT_JUDGED}: *Doc E*."
+    ]

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from research.engine.grouping import group_texts
+from research.engine.grouping import POOLED_LABEL, group_texts
 
 
 def _in_plane(axis_a: int, axis_b: int, degrees: float, dim: int = 4) -> np.ndarray:
@@ -107,12 +107,12 @@ def test_max_groups_of_two_pools_every_cluster_but_the_largest():
     assert sorted(i for g in groups for i in g.members) == list(range(6))
 
 
-def test_the_label_is_the_central_texts_most_shared_and_rarest_words_in_its_order():
+def test_the_label_is_the_central_quotes_run_of_words_its_group_shares_most():
     # given a group {0, 1, 2} whose most central text is 0, and a text apart
     texts = [
-        "Cap liability fees supplier warranty.",
-        "cap liability fees",
-        "cap liability warranty",
+        "The Supplier shall return or destroy all copies, at its own cost.",
+        "return or destroy all copies",
+        "destroy all copies promptly",
         "indemnity supplier",
     ]
     vectors = np.array([_unit(1, 0, 0), _unit(1, 0.3, 0), _unit(1, -0.3, 0), _unit(0, 0, 1)])
@@ -120,13 +120,27 @@ def test_the_label_is_the_central_texts_most_shared_and_rarest_words_in_its_orde
     # when
     groups = group_texts(texts, vectors)
 
-    # then of the central text's five words, the four scoring highest (share in the group times
-    # log(1 + 4 / texts holding the word): fees 2/3*ln 5, cap and liability 3/3*ln(7/3),
-    # warranty 2/3*ln 3; supplier only 1/3*ln 3) are named in the order the text says them,
-    # lower-cased and as written ("fees", not its stem "fee")
+    # then the label is the central text's words as it says them, the run (at most six words,
+    # within one clause: not past "copies,") scoring highest by share in the group times
+    # log(1 + 4 / texts holding the word): "return" 2/3*ln 3, "destroy" and "copies"
+    # 3/3*ln(7/3), against "Supplier shall return or destroy" (supplier only 1/3*ln 3, "shall"
+    # a modal that weighs nothing); the text apart is named by its own words
     assert [g.members for g in groups] == [[0, 1, 2], [3]]
-    assert groups[0].label == "cap, liability, fees, warranty"
-    assert groups[1].label == "indemnity, supplier"
+    assert groups[0].label == "return or destroy all copies"
+    assert groups[1].label == "indemnity supplier"
+
+
+def test_the_pooled_smallest_groups_are_named_as_no_one_position():
+    # given four quotes apart from each other, grouped into at most three
+    texts = ["cap liability", "indemnity supplier", "governing law", "notice period"]
+    vectors = np.array([_unit(1, 0, 0, 0), _unit(0, 1, 0, 0), _unit(0, 0, 1, 0), _unit(0, 0, 0, 1)])
+
+    # when
+    groups = group_texts(texts, vectors, max_groups=3)
+
+    # then the last pools the two smallest, and no one quote names it
+    assert [g.label for g in groups] == ["cap liability", "indemnity supplier", POOLED_LABEL]
+    assert sorted(groups[2].members) == [2, 3]
 
 
 def test_texts_of_no_content_words_share_nothing_and_are_labelled_other():

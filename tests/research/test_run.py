@@ -593,7 +593,7 @@ def test_a_question_about_the_collection_sweeps_every_candidate_document(user, c
     assert "5 of 12 documents examined address it" in stored.content
     assert "| Document | Position | Evidence |" in stored.content
     gaps = stored.content.split("## Gaps", 1)[1]
-    assert "7 of 12 documents examined do not address it" in gaps
+    assert "in 7 of the 12 documents examined, no passage was judged to address it" in gaps
     assert stored.progress["documents_swept"] == stored.progress["documents_total"] == 12
     assert_closed_citation_graph(stored)
 
