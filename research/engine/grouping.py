@@ -123,7 +123,7 @@ def _label(central: str, members: Sequence[str], weights: dict[str, float], excl
     spoken = central.split()
     scores = []
     for word in spoken:
-        cleaned = word.strip(_PUNCTUATION).lower()
+        cleaned = word.strip(_PUNCTUATION).lower().removesuffix("\u2019s").removesuffix("'s")
         stems = content_words(cleaned)
         if not stems or not cleaned.isalpha() or stems[0] in _FUNCTION_STEMS:
             scores.append(0.0)
@@ -137,6 +137,8 @@ def _label(central: str, members: Sequence[str], weights: dict[str, float], excl
             continue
         total = 0.0
         for end in range(start, min(start + LABEL_WORDS, len(spoken))):
+            if end > start and spoken[end].startswith("("):
+                break  # nor into a parenthesis
             total += scores[end]
             if scores[end] > 0 and total > best:
                 best, span = total, (start, end)
