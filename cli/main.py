@@ -337,11 +337,11 @@ def _corpus_id(client: GraphQLClient, value: str) -> str:
         pass
     named = [c for c in _paginate(client, queries.CORPORA, "corpora", None) if c["name"] == value]
     if not named:
-        # exit 1, as the server's corpus_not_found for an id: the same answer whichever way it was named
+        # exit 1 as for an unknown id: the same answer whichever way the corpus was named
         raise CliError("corpus_not_found", f"no corpus named {value!r}: `deepcite corpora` lists yours")
     if len(named) > 1:
         ids = ", ".join(c["id"] for c in named)
-        raise CliError("corpus_ambiguous", f"{len(named)} corpora are named {value!r} ({ids}): give the id")
+        raise UsageError("corpus_ambiguous", f"{len(named)} corpora are named {value!r} ({ids}): give the id")
     return named[0]["id"]
 
 

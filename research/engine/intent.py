@@ -67,12 +67,15 @@ def document_words(text: str) -> list[str]:
 
 def is_collection_question(text: str, *, documents: int = 0) -> bool:
     """Whether `text` asks about the documents of the collection rather than one fact: it says
-    so ("these agreements", "each contract", "how do they differ"), or it is a question put to
-    a collection of at least RESEARCH_COLLECTION_MIN_DOCUMENTS documents, which no one passage
+    so ("these agreements", "each contract", "how do they differ"), or it is a question or a
+    request for research ("please research governing law and liability caps") put to a
+    collection of at least RESEARCH_COLLECTION_MIN_DOCUMENTS documents, which no one passage
     can answer for all of them."""
     if _COLLECTION.search(text) or _COMPARISON.search(text):
         return True
-    return documents >= settings.RESEARCH_COLLECTION_MIN_DOCUMENTS and bool(_INTERROGATIVE.search(text))
+    return documents >= settings.RESEARCH_COLLECTION_MIN_DOCUMENTS and bool(
+        _INTERROGATIVE.search(text) or _RESEARCH_REQUEST.search(text)
+    )
 
 
 def strategy_for(prompt: str, *, depth: str, documents: int) -> str:

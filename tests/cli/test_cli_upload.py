@@ -65,11 +65,14 @@ def test_research_takes_the_corpus_by_name(live_server, token, user):
     assert json.loads(result.stdout)["status"] == "COMPLETED"
 
 
-def test_an_unknown_or_ambiguous_name_is_a_usage_error(live_server, token, user, other_user, files):
+def test_an_unknown_name_is_not_found_and_an_ambiguous_one_a_usage_error(
+    live_server, token, user, other_user, files
+):
+    # not found exits 1 as it does for an id; the same name for two corpora needs the id instead
     result = deepcite(
         "upload", str(files / "licence.pdf"), "--corpus", "Nope", url=live_server.url, token=token
     )
-    assert result.returncode == 2 and "[corpus_not_found]" in result.stderr
+    assert result.returncode == 1 and "[corpus_not_found]" in result.stderr
     # one's own "Shared" and another user's "Shared", shared with one: the name does not say which
     corpus_create(creator=user, name="Shared")
     corpus_share(user=other_user, corpus=corpus_create(creator=other_user, name="Shared"), username="alice")

@@ -66,6 +66,16 @@ def test_a_topic_is_not_a_collection_question_however_many_documents():
     assert is_collection_question("confidentiality obligations", documents=500) is False
 
 
+def test_a_request_for_research_is_about_the_collection_from_the_minimum_documents(settings):
+    # given a collection is 5 documents or more, and a request naming topics, not asking
+    settings.RESEARCH_COLLECTION_MIN_DOCUMENTS = 5
+    request = "Please research governing law, termination for convenience and limitation of liability"
+
+    # then each topic is wanted across the collection's documents, not from a few passages
+    assert is_collection_question(request, documents=5) is True
+    assert is_collection_question(request, documents=4) is False
+
+
 @pytest.mark.parametrize("depth", [DEPTH_STANDARD, DEPTH_SHALLOW])
 def test_a_short_single_question_to_few_documents_takes_the_fast_path(depth):
     # when
