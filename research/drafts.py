@@ -14,6 +14,8 @@ GROUP_EXAMPLES = 3
 SUMMARY_POSITIONS = 4
 SUMMARY_CITES = 3
 GAP_TITLES = 25
+# A per-document table's evidence cell: the claim's first words, so a row reads at a glance.
+CELL_WORDS = 30
 ORIGIN_SWEEP = "sweep"
 
 
@@ -240,7 +242,16 @@ def _documents(item: _Question, group: Position) -> int:
 
 def _cite(finding: Mapping[str, Any], *, cell: bool = False) -> str:
     claim = _one_line(finding["claim"])
-    return _cite_ids([finding["id"]], _cell(claim) if cell else claim)
+    return _cite_ids([finding["id"]], _cell(_shortened(claim)) if cell else claim)
+
+
+def _shortened(claim: str) -> str:
+    """A table cell's claim: its first CELL_WORDS words where it is longer (the Key findings and
+    the Sources block hold it whole), unless cutting would split a quotation."""
+    words = claim.split()
+    if len(words) <= CELL_WORDS or any(mark in claim for mark in '"\u201c\u201d'):
+        return claim
+    return " ".join(words[:CELL_WORDS]).rstrip(",;:") + " \u2026"
 
 
 def _cite_ids(ids: Sequence[int], text: str) -> str:

@@ -473,3 +473,23 @@ def test_a_document_a_researcher_quoted_for_the_question_is_no_gap():
     assert _section(report, "## Gaps") == [
         f"- {RETURN_QUESTION}: in 1 of the 5 documents examined, {NOT_JUDGED}: *Doc E*."
     ]
+
+
+def test_a_long_claim_is_shortened_in_the_table_and_whole_elsewhere():
+    # given a swept document's claim of 40 words
+    claim = " ".join(f"word{n}" for n in range(40))
+    findings = [_finding(1, claim, document_id=1)]
+
+    # when
+    report = compose_report(
+        title="NDA review",
+        questions=[_swept(documents_examined=1, not_addressing=[], addressing=[1])],
+        findings=findings,
+        document_titles=TITLES,
+        positions={0: [Position("words", [1])]},
+    )
+
+    # then the table's cell holds its first 30 words, the Key findings all of them
+    first = " ".join(f"word{n}" for n in range(30))
+    assert f'| Alpha NDA | words | <cite findings="1">{first} \u2026</cite> |' in report
+    assert f'- <cite findings="1">{claim}</cite> (*Alpha NDA*)' in report
