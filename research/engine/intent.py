@@ -56,12 +56,15 @@ _INTERROGATIVE = re.compile(
 )
 
 
-_NAMING_DOCUMENTS = re.compile(rf"\b(?:{_DOCUMENTS}|{_DOCUMENT})\b", re.IGNORECASE)
+# The parts of a document: "a non-compete clause" asks for what the clause says, and every
+# contract's "clause" and "provision" (its severability clause's above all) match the word.
+_PARTS = r"clauses?|provisions?|sections?|subsections?|paragraphs?|subparagraphs?"
+_NAMING_DOCUMENTS = re.compile(rf"\b(?:{_DOCUMENTS}|{_DOCUMENT}|{_PARTS})\b", re.IGNORECASE)
 
 
 def document_words(text: str) -> list[str]:
-    """The words of `text` that name the collection's documents ("contracts", "agreement"):
-    they ask which documents, and say nothing of what a document holds."""
+    """The words of `text` that name the collection's documents or their parts ("contracts",
+    "agreement", "clause"): they ask which documents, and say nothing of what one holds."""
     return sorted({w.lower() for w in _NAMING_DOCUMENTS.findall(text)})
 
 

@@ -11,6 +11,8 @@ from typing import Any
 from corpora.retrieval.query import STOPWORDS, words
 
 SENTENCE_MAX_CHARS = 600
+# A heading is a line of at most this many characters.
+HEADING_MAX_CHARS = 120
 SENTENCE_MIN_CHARS = 25
 # Fewer words than this is a title or a label, not a statement worth quoting.
 SENTENCE_MIN_WORDS = 6
@@ -88,7 +90,10 @@ def _framed_pair(segment: str) -> list[str] | None:
 QUESTION_FRAMING = frozenset(
     "happen happens happened mean means say says said mention mentions mentioned describe describes "
     "explain explains tell exist exists regarding concerning any there contain contains include "
-    "includes".split()
+    "includes "
+    # the parts of a document, and where in it: a clause's subject is what a quote must say
+    "clause clauses provision provisions section sections subsection subsections paragraph "
+    "paragraphs subparagraph subparagraphs hereof herein hereunder hereto thereof thereunder".split()
 )
 
 
@@ -132,9 +137,10 @@ class Sentence:
 
 def sentences(text: str) -> list[str]:
     """Verbatim sentences of a passage (each an exact substring), long ones cut at clause
-    boundaries so a quote stays readable."""
+    boundaries so a quote stays readable; a heading on a line of its own ("2.07 Return of
+    Confidential Information") is not the start of the sentence under it, nor a statement."""
     found: list[str] = []
-    for piece in _SENTENCE_END.split(text):
+    for piece in (p for part in _SENTENCE_END.split(text) for p in _heading_lines(part)):
         piece = piece.strip()
         if not piece:
             continue
@@ -148,11 +154,29 @@ def sentences(text: str) -> list[str]:
     return [s for s in found if _is_statement(s)]
 
 
+def _heading_lines(text: str) -> list[str]:
+    """`text` split after each line that reads as a heading (see _is_heading)."""
+    pieces, start = [], 0
+    for match in re.finditer(r"\n", text):
+        if _is_heading(text[start : match.start()]):
+            pieces.append(text[start : match.start()])
+            start = match.end()
+    return [*pieces, text[start:]]
+
+
+def _is_heading(line: str) -> bool:
+    """Title Case or capitals, every word of four letters or more capitalised ("Section 7.1
+    Aggregate Limit of Liability."); a sentence has lower-case words of its own."""
+    long_words = [w.strip("\"'(\u201c\u2018") for w in line.split() if sum(c.isalpha() for c in w) > 3]
+    return bool(long_words) and len(line) <= HEADING_MAX_CHARS and all(w[:1].isupper() for w in long_words)
+
+
 def _is_statement(sentence: str) -> bool:
     return (
         len(sentence) >= SENTENCE_MIN_CHARS
         and len(sentence.split()) >= SENTENCE_MIN_WORDS
         and any(c.islower() for c in sentence)
+        and not _is_heading(sentence)
     )
 
 

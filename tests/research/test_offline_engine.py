@@ -60,6 +60,24 @@ def test_sentences_are_always_verbatim_substrings(text):
         assert sentence in text
 
 
+def test_a_heading_line_is_neither_part_of_the_sentence_under_it_nor_a_quote():
+    # given a passage opening with a numbered heading on its own line, a heading run into its
+    # sentence by a full stop, and a sentence hard-wrapped across lines
+    text = (
+        "2.07 Return of Confidential Information\n"
+        "Upon the Disclosing Party's written request, the Receiving Party shall promptly\n"
+        "return all Confidential Information.\n"
+        "Section 7.1 Aggregate Limit of Liability. The total liability shall not exceed the fees paid."
+    )
+
+    # then the sentences start after the headings, and the wrapped one stays whole
+    assert sentences(text) == [
+        "Upon the Disclosing Party's written request, the Receiving Party shall promptly\n"
+        "return all Confidential Information.",
+        "The total liability shall not exceed the fees paid.",
+    ]
+
+
 def test_best_sentences_prefer_matching_body_sentences_one_per_passage():
     results = [
         {
