@@ -27,6 +27,10 @@ SUPPORTED_SUFFIXES = tuple(sorted(_SUFFIXES))
 _NEWLINES = re.compile(r"\r\n?|\u2028|\u2029|\x85")
 # Control characters other than tab, newline and form feed carry no text.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0e-\x1f\x7f]")
+# Symbol's bullet, Wingdings' small square, arrowhead and check mark, by their private-use code points.
+_FONT_BULLETS = str.maketrans(
+    {"\uf0b7": "\u2022", "\uf0a7": "\u25aa", "\uf0d8": "\u27a2", "\uf0fc": "\u2713"}
+)
 _MD_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)[ \t#]*$", re.MULTILINE)
 _MD_FENCE = re.compile(r"^ {0,3}(```|~~~)", re.MULTILINE)
 _WS = re.compile(r"\s+")
@@ -69,9 +73,11 @@ def file_type_for(filename: str) -> FileType:
 
 
 def normalize_text(text: str) -> str:
-    """One newline convention, no control characters, form feeds as paragraph breaks."""
+    """One newline convention, no control characters, form feeds as paragraph breaks, and the
+    Symbol and Wingdings fonts' bullets (private-use characters a PDF or Word list leaves
+    behind, shown as boxes) as the bullets they draw: one character for one, offsets unmoved."""
     text = _NEWLINES.sub("\n", text)
-    text = text.replace("\f", "\n\n")
+    text = text.replace("\f", "\n\n").translate(_FONT_BULLETS)
     return _CONTROL.sub("", text)
 
 

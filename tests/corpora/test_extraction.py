@@ -26,6 +26,17 @@ def test_text_is_normalised_to_one_newline_convention_without_control_characters
     assert extracted.text == "line one\nline two\nline three\n\npage two"
 
 
+def test_symbol_font_bullets_become_the_bullets_they_draw():
+    # given text a PDF or Word list left with the Symbol font's private-use bullet
+    text = "limited to:\n\uf0b7 restricting access\n\uf0a7 copies\n\uf0d8 return"
+
+    extracted = extract(text.encode(), FileType.TXT, filename="a.txt")
+
+    # then each is the character it draws, one for one, so every offset stays where it was
+    assert extracted.text == "limited to:\n\u2022 restricting access\n\u25aa copies\n\u27a2 return"
+    assert len(extracted.text) == len(text)
+
+
 def test_non_utf8_text_falls_back_to_cp1252():
     extracted = extract("Caf\u00e9 \u201cquoted\u201d".encode("cp1252"), FileType.TXT, filename="a.txt")
 
