@@ -58,6 +58,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--database", type=Path, help="SQLite file to keep (and reuse) the corpora in")
     parser.add_argument("--questions", type=int, default=0, help="only the first N questions of each dataset")
     parser.add_argument("--prepare-only", action="store_true", help="ingest and embed, then stop")
+    parser.add_argument(
+        "--clause-phrasing",
+        action="store_true",
+        help="ask the CUAD categories as 'Which contracts have a <category> clause?' (lines '…-clause')",
+    )
     parser.add_argument("--out", type=Path, help="also append the JSON lines here")
     return parser.parse_args()
 
@@ -250,8 +255,12 @@ def main() -> None:
 
     datasets = (
         ([quality_data.contractnli()] if "contractnli" in wanted else [])
-        + (quality_data.cuad_rooms() if "cuad" in wanted else [])
-        + (quality_data.cuad_rooms(held_out=True) if "cuad-held-out" in wanted else [])
+        + (quality_data.cuad_rooms(clause_phrasing=args.clause_phrasing) if "cuad" in wanted else [])
+        + (
+            quality_data.cuad_rooms(held_out=True, clause_phrasing=args.clause_phrasing)
+            if "cuad-held-out" in wanted
+            else []
+        )
     )
     prepared = [(dataset, *prepared_corpus(dataset)) for dataset in datasets]
     if args.prepare_only:

@@ -143,11 +143,17 @@ def _file_key(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", re.sub(r"\.(pdf|txt)$", "", name.strip().lower()))
 
 
-def cuad_rooms(*, rooms: int = 5, size: int = 40, seed: int = 15, held_out: bool = False) -> list[Dataset]:
+def cuad_rooms(
+    *, rooms: int = 5, size: int = 40, seed: int = 15, held_out: bool = False, clause_phrasing: bool = False
+) -> list[Dataset]:
     """Seeded, disjoint rooms of `size` contracts; each asks CUAD_QUESTIONS_PER_ROOM of the
     categories (CUAD_QUESTIONS, or CUAD_HELD_OUT_QUESTIONS) that have at least
-    CUAD_MIN_GOLD_PER_QUESTION contracts in the room. The rooms are the same either way."""
+    CUAD_MIN_GOLD_PER_QUESTION contracts in the room. The rooms are the same either way.
+    `clause_phrasing` asks the same categories as users often do, naming the clause ("Which
+    contracts have a non-compete clause?"), its lines grouped apart ("…-clause")."""
     asked = CUAD_HELD_OUT_QUESTIONS if held_out else CUAD_QUESTIONS
+    if clause_phrasing:
+        asked = {category: f"Which contracts have a {category.lower()} clause?" for category in asked}
     folder = DATA / "cuad" / "contracts"
     files = {_file_key(p.name): p for p in sorted(folder.glob("*.txt"))}
     csv.field_size_limit(1 << 30)
@@ -182,7 +188,8 @@ def cuad_rooms(*, rooms: int = 5, size: int = 40, seed: int = 15, held_out: bool
                 f"cuad-room-{room + 1}",
                 documents,
                 sorted(questions, key=lambda q: q.key),
-                "cuad-rooms-held-out" if held_out else "cuad-rooms",
+                ("cuad-rooms-held-out" if held_out else "cuad-rooms")
+                + ("-clause" if clause_phrasing else ""),
             )
         )
     return datasets

@@ -65,3 +65,16 @@ def test_an_unknown_dataset_is_refused_before_anything_runs(tmp_path):
     assert result.returncode == 1
     assert "unknown datasets: nope" in result.stderr
     assert not (tmp_path / "q.sqlite3").exists()
+
+
+def test_clause_phrasing_asks_the_same_categories_of_the_same_rooms_naming_the_clause(rooms):
+    bench, _ = rooms
+    clause = quality_data.cuad_rooms(clause_phrasing=True)
+
+    assert [set(d.documents) for d in clause] == [set(d.documents) for d in bench]
+    assert [[(q.key, q.gold) for q in d.questions] for d in clause] == [
+        [(q.key, q.gold) for q in d.questions] for d in bench
+    ]
+    assert {d.group for d in clause} == {"cuad-rooms-clause"}
+    asked = {q.key: q.text for d in clause for q in d.questions}
+    assert asked["Non-Compete"] == "Which contracts have a non-compete clause?"
