@@ -10,7 +10,7 @@ from django.conf import settings
 
 from corpora.retrieval.query import words
 from research.constants import DEPTH_DEEP
-from research.engine.text import plan_questions
+from research.engine.text import DOCUMENT_PARTS, plan_questions
 from research.models import ReportStrategy
 
 # Nouns for the documents of a collection: a question naming them in the plural (or with
@@ -56,9 +56,8 @@ _INTERROGATIVE = re.compile(
 )
 
 
-# The parts of a document: "a non-compete clause" asks for what the clause says, and every
-# contract's "clause" and "provision" (its severability clause's above all) match the word.
-_PARTS = r"clauses?|provisions?|sections?|subsections?|paragraphs?|subparagraphs?"
+# "A non-compete clause" asks for what the clause says (text.DOCUMENT_PARTS).
+_PARTS = "|".join(sorted(DOCUMENT_PARTS))
 _NAMING_DOCUMENTS = re.compile(rf"\b(?:{_DOCUMENTS}|{_DOCUMENT}|{_PARTS})\b", re.IGNORECASE)
 
 

@@ -87,13 +87,16 @@ def _framed_pair(segment: str) -> list[str] | None:
 
 
 # Words that frame a question rather than name its subject ("what happens on termination?").
-QUESTION_FRAMING = frozenset(
+# The parts of a document, and where in it: a clause's subject is what a quote must say, and
+# every contract's "clause" and "provision" (its severability clause's above all) match the word.
+DOCUMENT_PARTS = frozenset(
+    "clause clauses provision provisions section sections subsection subsections paragraph "
+    "paragraphs subparagraph subparagraphs".split()
+)
+QUESTION_FRAMING = DOCUMENT_PARTS | frozenset(
     "happen happens happened mean means say says said mention mentions mentioned describe describes "
     "explain explains tell exist exists regarding concerning any there contain contains include "
-    "includes "
-    # the parts of a document, and where in it: a clause's subject is what a quote must say
-    "clause clauses provision provisions section sections subsection subsections paragraph "
-    "paragraphs subparagraph subparagraphs hereof herein hereunder hereto thereof thereunder".split()
+    "includes hereof herein hereunder hereto thereof thereunder".split()
 )
 
 

@@ -9,13 +9,17 @@
   var url = box.dataset.url;
   var interval = 2000;
 
+  function counted(n, noun) {
+    return n + " " + noun + (n === 1 ? "" : "s");
+  }
+
   function describe(p) {
     var parts = [p.status_display];
     if (p.phase) parts.push(p.phase);
     if (p.level && p.levels) parts.push("level " + p.level + " of " + p.levels);
     if (p.documents_total) parts.push(p.documents_swept + " of " + p.documents_total + " documents swept");
-    parts.push(p.findings + " finding" + (p.findings === 1 ? "" : "s"));
-    parts.push(p.sources + " source" + (p.sources === 1 ? "" : "s"));
+    parts.push(counted(p.findings, "finding"));
+    parts.push(counted(p.sources, "source"));
     parts.push(p.steps + " steps");
     if (p.elapsed_seconds !== null) parts.push(Math.round(p.elapsed_seconds) + " s");
     return parts.join(" · ");
@@ -29,9 +33,9 @@
       status.dataset.status = p.status;
     }
     var findings = document.querySelector("header.meta .findings");
-    if (findings) findings.textContent = p.findings + " finding" + (p.findings === 1 ? "" : "s");
+    if (findings) findings.textContent = counted(p.findings, "finding");
     var sources = document.querySelector("header.meta .sources");
-    if (sources) sources.textContent = p.sources + " source" + (p.sources === 1 ? "" : "s");
+    if (sources) sources.textContent = counted(p.sources, "source");
   }
 
   function poll() {
