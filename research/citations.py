@@ -305,6 +305,8 @@ class _FootnoteRenderer:
     def replace(self, match: re.Match[str]) -> str:
         attributes = _attributes(match.group(1))
         claim = match.group(2).strip()
+        if claim.startswith("(") and match.string[: match.start()].endswith("]"):
+            claim = " " + claim  # unwrapped, "[x]" and "(" would join into a link's opening
         anchors: list[tuple[int, str | None]] = []
         for pid, quote in self._finding_anchors(attributes.get("findings", "")):
             if (pid, quote) not in anchors:

@@ -3,7 +3,7 @@ import re
 from collections import Counter
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from research.citations import CitablePassage, RenderedReport, citations_render, markdown_inline
@@ -686,6 +686,8 @@ _DRAFTS = st.recursive(
 
 @settings(max_examples=300, deadline=None)
 @given(draft=st.lists(_DRAFTS, max_size=8).map("".join))
+# found by CI: an uncited claim's "(" unwrapped after "[]" left a link's opening in the body
+@example(draft='[]<cite ids="">(</cite>')
 def test_property_rendered_reports_keep_the_citation_graph_closed(draft):
     # when
     report = citations_render(draft=draft, passages=PASSAGES, retrieved_ids=PROPERTY_RETRIEVED)
