@@ -36,8 +36,12 @@ _FRAMED_PAIR = re.compile(
     r"^(?P<frame>(?:what|which)\s+(?:are|is|were|was)\s+)(?P<rest>[^?]+)\?$", re.IGNORECASE
 )
 _ENUMERATION = re.compile(r",\s*(?:and\s+|or\s+)?|\s+and\s+(?=[^,]*$)", re.IGNORECASE)
+# A sentence ends at a full stop (or ? ! ; :) before a capital or a digit, at a blank line, before
+# a line opening with a bullet or an item mark, and at a full stop before an item mark ("...
+# hereto. (d) No Third Party Beneficiaries." is two).
 _SENTENCE_END = re.compile(
-    r"(?<=[.!?;:])\s+(?=[\"'(\[]?[A-Z0-9])|\n\s*\n|\n(?=\s*(?:[-*\u2022]|\(?[a-z0-9]{1,3}[.)])\s)"
+    r"(?<=[.!?;:])\s+(?=[\"'(\[]?[A-Z0-9])|(?<=\.)\s+(?=\([a-z]{1,3}\)\s)|\n\s*\n|"
+    r"\n(?=\s*(?:[-*\u2022]|\(?[a-z0-9]{1,3}[.)])\s)"
 )
 
 

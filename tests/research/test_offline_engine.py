@@ -78,6 +78,25 @@ def test_a_heading_line_is_neither_part_of_the_sentence_under_it_nor_a_quote():
     ]
 
 
+def test_an_item_mark_after_a_full_stop_starts_a_sentence_and_a_list_inside_one_does_not():
+    # given an item heading run in after a full stop, and a list of items within a sentence
+    run_in = (
+        "This Agreement may not be assigned without the prior written consent of the other Party. "
+        "(d) No Third Party Beneficiaries. Nothing herein confers any right on any other person."
+    )
+    listed = (
+        "The obligations do not apply to information which: (a) is publicly known; (b) is received "
+        "from a third party without restriction; or (c) is independently developed."
+    )
+
+    # then the item heading is neither glued to the sentence before it nor quoted, and the list stays one
+    assert sentences(run_in) == [
+        "This Agreement may not be assigned without the prior written consent of the other Party.",
+        "Nothing herein confers any right on any other person.",
+    ]
+    assert sentences(listed) == [listed]
+
+
 def test_best_sentences_prefer_matching_body_sentences_one_per_passage():
     results = [
         {
