@@ -11,6 +11,8 @@ from research.engine.grouping import group_texts
 
 OTHER_FINDINGS = "Other findings"
 GROUP_EXAMPLES = 3
+# Documents named on a Key findings line whose words several documents share.
+SAME_TITLES = 3
 SUMMARY_POSITIONS = 4
 SUMMARY_CITES = 3
 GAP_TITLES = 25
@@ -149,9 +151,20 @@ def _key_findings(
                 continue
             count = _documents(item, group)
             lines += [f"**{_one_line(group.label)}** ({count} document{_s(range(count))})", ""]
-            lines += [f"- {_cite(f)} (*{_title(titles, f)}*)" for f in members[:GROUP_EXAMPLES]]
-            if len(members) > GROUP_EXAMPLES:
-                lines.append(f"- and {len(members) - GROUP_EXAMPLES} more in the table below.")
+            # The same words in several documents (a template clause) are one line citing each.
+            same: dict[str, list[Mapping[str, Any]]] = {}
+            for finding in members:
+                same.setdefault(_one_line(finding["claim"]).lower(), []).append(finding)
+            shown = list(same.values())[:GROUP_EXAMPLES]
+            for alike in shown:
+                names = [f"*{_title(titles, f)}*" for f in alike[:SAME_TITLES]]
+                if len(alike) > SAME_TITLES:
+                    names.append(f"{len(alike) - SAME_TITLES} more")
+                claim = _one_line(alike[0]["claim"])
+                lines.append(f"- {_cite_ids([f['id'] for f in alike], claim)} ({'; '.join(names)})")
+            rest = len(members) - sum(len(alike) for alike in shown)
+            if rest:
+                lines.append(f"- and {rest} more in the table below.")
             lines.append("")
     return lines
 

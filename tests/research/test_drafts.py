@@ -252,6 +252,33 @@ def test_positions_are_key_findings_with_three_examples_and_the_rest_in_the_tabl
     ]
 
 
+def test_the_same_words_in_several_documents_are_one_key_findings_line_citing_each():
+    # given five documents of one position, four of them quoting one template clause
+    questions = [_swept(documents_examined=5, addressing=[1, 2, 3, 4, 5])]
+    template = "The Receiving Party shall return all  Confidential Information on request."
+    findings = [_finding(i, template if i != 3 else template.upper(), document_id=i) for i in (1, 2, 3, 4)]
+    findings.append(_finding(5, "Epsilon NDA requires destruction", document_id=5))
+    positions = {0: [Position("return", [1, 2, 3, 4, 5])]}
+
+    # when
+    report = compose_report(
+        title="NDA review",
+        questions=questions,
+        findings=findings,
+        document_titles=TITLES,
+        positions=positions,
+    )
+
+    # then the clause is written once, cited to each document, three of them named
+    clause = " ".join(template.split())
+    assert _section(report, "## Key findings") == [
+        f"### {RETURN_QUESTION}",
+        "**return** (5 documents)",
+        f'- <cite findings="1,2,3,4">{clause}</cite> (*Alpha NDA*; *Beta NDA*; *Gamma NDA*; 1 more)',
+        '- <cite findings="5">Epsilon NDA requires destruction</cite> (*Epsilon NDA*)',
+    ]
+
+
 def test_plan_questions_summary_counts_what_the_sweep_judged():
     # when
     questions = plan_questions_summary(
