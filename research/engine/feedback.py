@@ -66,14 +66,11 @@ def reference(query: np.ndarray, best_sentences: Sequence[np.ndarray]) -> Refere
     return Reference(vector=vector, best=best)
 
 
-def similarity(vectors: np.ndarray, ref: Reference) -> tuple[float, int]:
-    """A document's best sentence's similarity to the reference, relative to the reference's
-    best, and which of the sentences (rows of `vectors`) it is."""
+def similarity(vectors: np.ndarray, ref: Reference) -> float:
+    """A document's best sentence's similarity to the reference, relative to the reference's best."""
     if not len(vectors) or ref.best <= 0:
-        return 0.0, 0
-    scores = np.asarray(vectors, dtype=np.float64) @ ref.vector
-    best = int(np.argmax(scores))
-    return float(scores[best]) / ref.best, best
+        return 0.0
+    return float((np.asarray(vectors, dtype=np.float64) @ ref.vector).max()) / ref.best
 
 
 def _unit(vector: np.ndarray) -> np.ndarray:

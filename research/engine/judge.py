@@ -6,8 +6,7 @@ which verbatim quote. The LLM judge runs on RESEARCH_WORKER_MODEL; its verdicts 
 The offline judge decides from calibrated evidence: how the document's best passage scores on
 the question's words (BM25) relative to the best passage anywhere in the scope, and how close
 its best sentence comes to what the best documents say (research.engine.feedback), averaged;
-the quote is that sentence (bench/quality.py, CUAD rooms: evidence recall 0.273 -> 0.296 at the
-same documents, against the sentence sharing the most of the question's words).
+the quote is then its sentence that shares the most (and rarest) of the question's words.
 bench/quality.py measured the threshold on CUAD rooms and ContractNLI. Without an embedding
 model the BM25 share alone decides."""
 
@@ -21,7 +20,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from research.engine.prompts import JUDGE_INSTRUCTIONS, read_data
 from research.engine.store import SweepEvidence
-from research.engine.text import best_sentences, content_words
+from research.engine.text import best_sentences
 from research.quotes import quote_locate
 
 OFFLINE_JUDGE = "deepcite-offline-judge"
@@ -105,9 +104,6 @@ def judge_prompt_data(evidence: SweepEvidence, questions: list[str]) -> dict[str
                 "question": question,
                 "best_scores_in_scope": evidence.best[i],
                 "feedback_similarity": evidence.feedback[i] if i < len(evidence.feedback) else None,
-                "sentence_like_best_documents": evidence.feedback_sentences[i]
-                if i < len(evidence.feedback_sentences)
-                else None,
                 "passages": evidence.questions[i][:PASSAGES_SHOWN],
             }
             for i, question in enumerate(questions)
@@ -138,24 +134,18 @@ def decide(item: dict[str, Any]) -> dict[str, Any]:
     evidence = relative if feedback is None else (relative + feedback) / 2
     if evidence < (LEXICAL_RELATIVE_MIN if feedback is None else EVIDENCE_MIN):
         return no
-    # The quote is the sentence the evidence was measured on, the one of the document's that says
-    # most what the best documents say; without a reference, its sentence that shares the most
-    # (and rarest) of the question's words. The quote needs only to share a word with the
-    # question: asking it to hold a share of the question's words as well (min_coverage 0.2)
-    # rejected documents the evidence had rightly accepted (CUAD rooms, standard: document recall
-    # 0.55 -> 0.60 and precision 0.673 -> 0.687 without it; ContractNLI unchanged).
-    like_best = item.get("sentence_like_best_documents")
-    if like_best and set(content_words(like_best["text"])) & set(content_words(item["question"])):
-        passage_id, quote = like_best["passage_id"], like_best["text"]
-    else:
-        chosen = best_sentences(item["question"], passages, 1)
-        if not chosen:
-            return no
-        passage_id, quote = chosen[0].passage_id, chosen[0].text
+    # The quote needs only to share a word with the question: asking it to hold a share of the
+    # question's words as well (min_coverage 0.2) rejected documents the evidence had rightly
+    # accepted (CUAD rooms, standard: document recall 0.55 -> 0.60 and precision 0.673 -> 0.687
+    # without it; ContractNLI unchanged).
+    chosen = best_sentences(item["question"], passages, 1)
+    if not chosen:
+        return no
+    sentence = chosen[0]
     return {
         "question": item["index"],
         "addresses": True,
-        "passage_id": passage_id,
-        "quote": quote,
-        "claim": " ".join(quote.split()),
+        "passage_id": sentence.passage_id,
+        "quote": sentence.text,
+        "claim": " ".join(sentence.text.split()),
     }

@@ -53,9 +53,7 @@ addresses it (says something that answers it, for or against), and if so give th
 passage that shows it, a quote copied exactly from that passage, a one-sentence claim stating
 only what the quote says, and a short position label (a few words: e.g. "must return or
 destroy", "may keep archival copies"). A passage that only mentions the words without answering
-the question does not address it. Each question also shows the sentence of this document most
-like what the documents answering it best say (sentence_like_best_documents): a hint, not a
-verdict. Submit with submit_verdicts, one verdict per question.
+the question does not address it. Submit with submit_verdicts, one verdict per question.
 
 {UNTRUSTED}"""
 

@@ -82,9 +82,6 @@ class SweepEvidence:
     # per question: the document's best sentence's similarity to the question's feedback
     # reference, relative to the reference's best (research.engine.feedback); None without one
     feedback: list[float | None]
-    # per question: that best sentence ({"passage_id", "text"}), what the document says most
-    # like the best documents; None without a reference
-    feedback_sentences: list[dict[str, Any] | None]
 
 
 @dataclass
@@ -286,7 +283,7 @@ class RunStore:
             self._log(calls, passage_ids=ids)
             self.retrieved.update(ids)
             return [
-                SweepEvidence(d, titles.get(d, ""), found[d], bests, *feedback[d])
+                SweepEvidence(d, titles.get(d, ""), found[d], bests, feedback[d])
                 for d in document_ids
                 if any(found[d])
             ]
@@ -507,12 +504,9 @@ def _reference(embedder: Any, question: str, chosen: list[list[tuple[int, str]]]
 
 def _feedback(
     questions: Sequence[str], found: dict[int, list[list[dict[str, Any]]]], references: Sequence[Any]
-) -> dict[int, tuple[list[float | None], list[dict[str, Any] | None]]]:
-    """{document: ([relative similarity of its best sentence to each question's reference],
-    [that sentence, {"passage_id", "text"}, per question])}."""
-    scores: dict[int, list[float | None]] = {d: [None] * len(questions) for d in found}
-    best: dict[int, list[dict[str, Any] | None]] = {d: [None] * len(questions) for d in found}
-    result = {d: (scores[d], best[d]) for d in found}
+) -> dict[int, list[float | None]]:
+    """{document: [relative similarity of its best sentence to each question's reference]}."""
+    result: dict[int, list[float | None]] = {d: [None] * len(questions) for d in found}
     embedder = get_embedder_or_none()
     wanted = [
         (document, index, candidate_sentences(question, found[document][index]))
@@ -532,11 +526,5 @@ def _feedback(
     for document, index, per in wanted:
         chunk = vectors[start : start + len(per)]
         start += len(per)
-        if not per:
-            scores[document][index] = 0.0
-            continue
-        value, which = similarity(chunk, references[index])
-        scores[document][index] = round(value, 4)
-        passage_id, sentence = per[which]
-        best[document][index] = {"passage_id": passage_id, "text": sentence}
+        result[document][index] = round(similarity(chunk, references[index]), 4) if len(per) else 0.0
     return result

@@ -145,14 +145,12 @@ def test_similarity_is_the_best_rows_similarity_relative_to_the_references_best(
     ref = Reference(vector=_at(30), best=math.cos(math.radians(10)))
 
     # when
-    as_good, as_good_row = similarity(np.array([_at(90), _at(20)]), ref)
-    lesser, lesser_row = similarity(np.array([_at(-30), _at(75)]), ref)
+    as_good = similarity(np.array([_at(90), _at(20)]), ref)
+    lesser = similarity(np.array([_at(-30), _at(75)]), ref)
 
-    # then the value is the best row's, and the row is named
+    # then
     assert as_good == pytest.approx(1.0)
-    assert as_good_row == 1
     assert lesser == pytest.approx(math.cos(math.radians(45)) / math.cos(math.radians(10)))
-    assert lesser_row == 1
 
 
 def test_similarity_of_no_rows_is_zero():
@@ -160,7 +158,7 @@ def test_similarity_of_no_rows_is_zero():
     ref = Reference(vector=_at(30), best=0.9)
 
     # when / then
-    assert similarity(np.zeros((0, 2)), ref) == (0.0, 0)
+    assert similarity(np.zeros((0, 2)), ref) == 0.0
 
 
 def test_similarity_to_a_reference_no_row_resembles_is_zero():
@@ -168,4 +166,4 @@ def test_similarity_to_a_reference_no_row_resembles_is_zero():
     ref = Reference(vector=_at(30), best=0.0)
 
     # when / then
-    assert similarity(np.array([_at(30)]), ref) == (0.0, 0)
+    assert similarity(np.array([_at(30)]), ref) == 0.0
