@@ -29,6 +29,11 @@ _QUESTION_WORD_WEIGHT = 1e-3
 # Modal and linking words say how, not what: never a position's name.
 LABEL_FUNCTION_WORDS = frozenset("shall must may will would should upon hereby herein thereof".split())
 _FUNCTION_STEMS = frozenset(content_words(" ".join(LABEL_FUNCTION_WORDS)))
+# A label ending where a phrase ends is preferred to a better-scoring one cut mid-phrase while it
+# keeps at least this share of that one's score.
+WHOLE_PHRASE_SHARE = 0.5
+# Words ending in -ly that are not adverbs: a label may end on them.
+_LY_WORDS = frozenset("supply apply comply reply rely assembly family monopoly anomaly italy july".split())
 
 
 @dataclass(frozen=True)
@@ -131,7 +136,9 @@ def _label(central: str, members: Sequence[str], weights: dict[str, float], excl
             scores.append(_QUESTION_WORD_WEIGHT)
         else:
             scores.append(in_group.get(stems[0], 0) / len(members) * weights.get(stems[0], 0.0))
-    best, span = 0.0, None
+    # The best run that ends where a phrase does, else the best run at all.
+    whole: tuple[float, tuple[int, int] | None] = (0.0, None)
+    cut: tuple[float, tuple[int, int] | None] = (0.0, None)
     for start, score in enumerate(scores):
         if score <= 0:
             continue
@@ -140,10 +147,27 @@ def _label(central: str, members: Sequence[str], weights: dict[str, float], excl
             if end > start and spoken[end].startswith("("):
                 break  # nor into a parenthesis
             total += scores[end]
-            if scores[end] > 0 and total > best:
-                best, span = total, (start, end)
+            if scores[end] > 0:
+                if total > cut[0]:
+                    cut = (total, (start, end))
+                if total > whole[0] and _phrase_ends(spoken, end):
+                    whole = (total, (start, end))
             if spoken[end][-1] in _CLAUSE_END:
                 break
-    if span is None or best < 2 * LABEL_WORDS * _QUESTION_WORD_WEIGHT:
+    score, span = whole if whole[1] is not None and whole[0] >= WHOLE_PHRASE_SHARE * cut[0] else cut
+    if span is None or score < 2 * LABEL_WORDS * _QUESTION_WORD_WEIGHT:
         return "other"
     return " ".join(spoken[span[0] : span[1] + 1]).strip(_PUNCTUATION)
+
+
+def _phrase_ends(spoken: Sequence[str], end: int) -> bool:
+    """Whether a label may stop after spoken[end]: not on an adverb ("all or substantially"),
+    nor before the word it qualifies ("prior written" consent): at the end of the quote or of a
+    clause, or before a word that says nothing of its own ("of", "the", "shall")."""
+    word = spoken[end].strip(_PUNCTUATION).lower()
+    if word.endswith("ly") and len(word) > 4 and word not in _LY_WORDS:
+        return False
+    if end + 1 >= len(spoken) or spoken[end][-1] in _CLAUSE_END or spoken[end + 1].startswith("("):
+        return True
+    following = spoken[end + 1].strip(_PUNCTUATION).lower()
+    return not content_words(following) or content_words(following)[0] in _FUNCTION_STEMS

@@ -154,3 +154,25 @@ def test_texts_of_no_content_words_share_nothing_and_are_labelled_other():
 def test_no_texts_make_no_groups():
     assert group_texts([]) == []
     assert group_texts([], np.zeros((0, 3))) == []
+
+
+def test_a_label_ends_where_a_phrase_does_not_on_a_modifier():
+    # given a group saying "a sale of all or substantially all of its assets" and a group apart
+    # saying "may assign without consent"
+    texts = [
+        "Either party may assign without consent upon a sale of all or substantially all of its assets.",
+        "upon a sale of all or substantially all of its assets",
+        "on a sale of all or substantially all the assets",
+        "neither party may assign without the other party's consent",
+        "no party may assign without consent",
+    ]
+    vectors = np.array([_unit(1, 0), _unit(1, 0.2), _unit(1, -0.2), _unit(0, 1), _unit(0.1, 1)])
+
+    # when
+    groups = group_texts(texts, vectors)
+
+    # then the first label does not stop on the adverb ("sale of all or substantially" scores
+    # higher but leaves it dangling): it runs on to the noun it qualifies
+    assert [sorted(g.members) for g in groups] == [[0, 1, 2], [3, 4]]
+    assert groups[0].label == "substantially all of its assets"
+    assert groups[1].label == "party may assign without consent"
