@@ -1,0 +1,58 @@
+"""The offline document judge's decision on one question (pure: no database, no model)."""
+
+from research.engine.judge import decide
+
+QUESTION = "Which contracts let a party terminate without cause, for convenience?"
+PASSAGES = [
+    {
+        "passage_id": 1,
+        "document_id": 9,
+        "is_heading": False,
+        "lexical_score": 8.0,
+        "text": "Either Party may terminate this Agreement for convenience upon ninety days prior "
+        "written notice to the other Party. Fees paid are not refundable.",
+    },
+]
+
+
+def _item(**extra):
+    return {
+        "index": 0,
+        "question": QUESTION,
+        "passages": PASSAGES,
+        "best_scores_in_scope": {"lexical": 8.0, "dense": 0.6},
+        "feedback_similarity": 0.9,
+    } | extra
+
+
+def test_strong_evidence_addresses_the_question_with_a_verbatim_sentence_sharing_its_words():
+    # when
+    verdict = decide(_item())
+
+    # then
+    assert verdict["addresses"] is True
+    assert verdict["passage_id"] == 1
+    assert (
+        verdict["quote"]
+        == "Either Party may terminate this Agreement for convenience upon ninety days prior "
+        "written notice to the other Party."
+    )
+    assert verdict["quote"] in PASSAGES[0]["text"]
+
+
+def test_without_a_reference_the_bm25_share_alone_decides():
+    # when the sweep had no feedback reference (no embedding model)
+    strong = decide(_item(feedback_similarity=None))
+    weak = decide(_item(feedback_similarity=None, best_scores_in_scope={"lexical": 20.0}))
+
+    # then 8/8 of the best score addresses it, 8/20 does not
+    assert strong["addresses"] is True
+    assert weak == {"question": 0, "addresses": False}
+
+
+def test_weak_evidence_does_not_address_the_question():
+    # when the document's best passage scores far below the best in scope
+    verdict = decide(_item(best_scores_in_scope={"lexical": 40.0}, feedback_similarity=0.7))
+
+    # then
+    assert verdict == {"question": 0, "addresses": False}
