@@ -20,7 +20,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from research.engine.prompts import JUDGE_INSTRUCTIONS, read_data
 from research.engine.store import SweepEvidence
-from research.engine.text import best_sentences
+from research.engine.text import best_sentences, claim_of
 from research.quotes import quote_locate
 
 OFFLINE_JUDGE = "deepcite-offline-judge"
@@ -147,5 +147,5 @@ def decide(item: dict[str, Any]) -> dict[str, Any]:
         "addresses": True,
         "passage_id": sentence.passage_id,
         "quote": sentence.text,
-        "claim": " ".join(sentence.text.split()),
+        "claim": claim_of(sentence.text),
     }

@@ -20,7 +20,7 @@ from research.engine.budget import BudgetExhausted
 from research.engine.planner import candidate_terms, feedback_terms
 from research.engine.prompts import RESEARCHER_INSTRUCTIONS, read_data, tool_returns
 from research.engine.store import RunStore
-from research.engine.text import best_sentences, keywords, sentences
+from research.engine.text import best_sentences, claim_of, keywords, sentences
 from research.services import FindingInput
 
 OFFLINE_RESEARCHER = "deepcite-offline-researcher"
@@ -230,7 +230,7 @@ def offline_researcher(*, findings_limit: int, context_reads: int, search_top_k:
             calls = [
                 ToolCallPart(
                     "record_finding",
-                    {"claim": " ".join(s.text.split()), "quote": s.text, "passage_ids": [s.passage_id]},
+                    {"claim": claim_of(s.text), "quote": s.text, "passage_ids": [s.passage_id]},
                     tool_call_id=f"finding-{i}",
                 )
                 for i, s in enumerate(chosen)

@@ -14,6 +14,8 @@ SENTENCE_MAX_CHARS = 600
 # A heading is a line of at most this many characters.
 HEADING_MAX_CHARS = 120
 SENTENCE_MIN_CHARS = 25
+# A quote ending in one of these ends where its sentence (or a clause of it) does.
+_CLAIM_END = ".!?;:)\"'\u201d\u2019"
 # Fewer words than this is a title or a label, not a statement worth quoting.
 SENTENCE_MIN_WORDS = 6
 # Lead-ins that ask for research rather than name its subject.
@@ -126,6 +128,16 @@ def stem(word: str) -> str:
             break
     # "terminate" and "terminated" meet at "terminat".
     return word[:-1] if word.endswith("e") and len(word) > 4 else word
+
+
+def claim_of(quote: str) -> str:
+    """An offline mind's claim: its quote on one line, with an ellipsis where the quote stops
+    before its sentence does (a long sentence cut at a clause, or a passage's end), so that no
+    claim reads as if "which consent shall" were all the sentence said."""
+    claim = " ".join(quote.split())
+    if not claim or claim[-1] in _CLAIM_END:
+        return claim
+    return claim.rstrip(",") + " \u2026"
 
 
 def keywords(question: str) -> str:

@@ -4,7 +4,7 @@ from hypothesis import strategies as st
 
 from llms.prompts import unwrap
 from research.engine.prompts import RESEARCH_PROMPT_TAG, request_prompt
-from research.engine.text import best_sentences, plan_questions, sentences
+from research.engine.text import best_sentences, claim_of, plan_questions, sentences
 
 
 @pytest.mark.parametrize(
@@ -76,6 +76,23 @@ def test_a_heading_line_is_neither_part_of_the_sentence_under_it_nor_a_quote():
         "return all Confidential Information.",
         "The total liability shall not exceed the fees paid.",
     ]
+
+
+@pytest.mark.parametrize(
+    ("quote", "claim"),
+    [
+        ("The term is two\n  years.", "The term is two years."),
+        ("the parties agree as follows:", "the parties agree as follows:"),
+        ('It is "Confidential Information"', 'It is "Confidential Information"'),
+        (
+            "without the consent of the other, which consent shall",
+            "without the consent of the other, which consent shall \u2026",
+        ),
+        ("by merger, sale of stock,", "by merger, sale of stock \u2026"),
+    ],
+)
+def test_a_claim_is_its_quote_on_one_line_marked_where_the_sentence_goes_on(quote, claim):
+    assert claim_of(quote) == claim
 
 
 def test_an_item_mark_after_a_full_stop_starts_a_sentence_and_a_list_inside_one_does_not():
