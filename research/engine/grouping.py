@@ -162,12 +162,11 @@ def _label(central: str, members: Sequence[str], weights: dict[str, float], excl
 
 def _phrase_ends(spoken: Sequence[str], end: int) -> bool:
     """Whether a label may stop after spoken[end]: not on an adverb ("all or substantially"),
-    nor before the word it qualifies ("prior written" consent): at the end of the quote or of a
-    clause, or before a word that says nothing of its own ("of", "the", "shall")."""
+    nor on a participle before the noun it qualifies ("prior written" consent)."""
     word = spoken[end].strip(_PUNCTUATION).lower()
     if word.endswith("ly") and len(word) > 4 and word not in _LY_WORDS:
         return False
-    if end + 1 >= len(spoken) or spoken[end][-1] in _CLAUSE_END or spoken[end + 1].startswith("("):
+    if end + 1 >= len(spoken) or spoken[end][-1] in _CLAUSE_END or not word.endswith(("ed", "en")):
         return True
-    following = spoken[end + 1].strip(_PUNCTUATION).lower()
-    return not content_words(following) or content_words(following)[0] in _FUNCTION_STEMS
+    following = content_words(spoken[end + 1].strip(_PUNCTUATION).lower())
+    return not following or following[0] in _FUNCTION_STEMS
