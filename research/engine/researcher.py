@@ -6,7 +6,6 @@ passages (exceptions they make, terms they use that the question did not). The a
 its run only through the run store in its deps: report, corpus and user are never the model's
 to choose, and neither is the sub-question a finding belongs to."""
 
-import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -20,7 +19,7 @@ from research.engine.budget import BudgetExhausted
 from research.engine.planner import candidate_terms, feedback_terms
 from research.engine.prompts import RESEARCHER_INSTRUCTIONS, read_data, tool_returns
 from research.engine.store import RunStore
-from research.engine.text import best_sentences, claim_of, keywords, sentences
+from research.engine.text import CARVE_OUT, best_sentences, claim_of, keywords, sentences
 from research.services import FindingInput
 
 OFFLINE_RESEARCHER = "deepcite-offline-researcher"
@@ -29,12 +28,6 @@ FOLLOW_UPS_MAX = 3
 # (weighted by how rare they are among the passages read).
 MIN_COVERAGE = 0.34
 ORIGIN_RESEARCHER = "researcher"
-# Sentences that carve something out of a rule: worth a direction of their own.
-_EXCEPTION = re.compile(
-    r"\b(?:except|unless|provided\s+that|notwithstanding|other\s+than|excluding|save\s+for|"
-    r"does\s+not\s+apply|shall\s+not\s+apply)\b",
-    re.IGNORECASE,
-)
 
 
 @dataclass(frozen=True)
@@ -294,7 +287,7 @@ def follow_ups(
     texts = quotes or [r.get("text", "") for r in results[:3]]
     for text in texts:
         for sentence in sentences(text):
-            if _EXCEPTION.search(sentence):
+            if CARVE_OUT.search(sentence):
                 directions.append(f"exceptions to {subject}")
                 break
         if directions:

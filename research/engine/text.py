@@ -14,6 +14,16 @@ SENTENCE_MAX_CHARS = 600
 # A heading is a line of at most this many characters.
 HEADING_MAX_CHARS = 120
 SENTENCE_MIN_CHARS = 25
+# Words that carve something out of a rule. A long sentence is not cut where its carve-out would
+# go to a later piece (a quote of the rule without its "provided that ..." would misstate it),
+# and a sentence making one is worth a research direction of its own.
+CARVE_OUT = re.compile(
+    r"\b(?:except|unless|provided(?:,?\s*however,?)?\s+that|notwithstanding|other\s+than|excluding|"
+    r"save\s+for|does\s+not\s+apply|shall\s+not\s+apply)\b",
+    re.IGNORECASE,
+)
+# A sentence that would be cut before its carve-out is kept whole up to this many characters.
+SENTENCE_WITH_CARVE_OUT_MAX_CHARS = 1200
 # A quote ending in one of these ends where its sentence (or a clause of it) does.
 _CLAIM_END = ".!?;:)\"'\u201d\u2019"
 # Fewer words than this is a title or a label, not a statement worth quoting.
@@ -166,6 +176,8 @@ def sentences(text: str) -> list[str]:
         while len(piece) > SENTENCE_MAX_CHARS:
             cut = max(piece.rfind("; ", 0, SENTENCE_MAX_CHARS), piece.rfind(", ", 0, SENTENCE_MAX_CHARS))
             cut = cut + 1 if cut > SENTENCE_MIN_CHARS else SENTENCE_MAX_CHARS
+            if len(piece) <= SENTENCE_WITH_CARVE_OUT_MAX_CHARS and CARVE_OUT.search(piece[cut:]):
+                break
             found.append(piece[:cut].strip())
             piece = piece[cut:].strip()
         if piece:

@@ -4,7 +4,14 @@ from hypothesis import strategies as st
 
 from llms.prompts import unwrap
 from research.engine.prompts import RESEARCH_PROMPT_TAG, request_prompt
-from research.engine.text import best_sentences, claim_of, plan_questions, sentences
+from research.engine.text import (
+    SENTENCE_MAX_CHARS,
+    SENTENCE_WITH_CARVE_OUT_MAX_CHARS,
+    best_sentences,
+    claim_of,
+    plan_questions,
+    sentences,
+)
 
 
 @pytest.mark.parametrize(
@@ -93,6 +100,28 @@ def test_a_heading_line_is_neither_part_of_the_sentence_under_it_nor_a_quote():
 )
 def test_a_claim_is_its_quote_on_one_line_marked_where_the_sentence_goes_on(quote, claim):
     assert claim_of(quote) == claim
+
+
+def test_a_long_sentence_is_not_cut_where_its_carve_out_would_go_to_a_later_piece():
+    # given sentences over SENTENCE_MAX_CHARS: one whose carve-out comes after the cut would be,
+    # one without a carve-out, and one too long to keep whole
+    rule = (
+        "The Receiving Party shall return or destroy all Confidential Information, " + "and all copies, " * 40
+    )
+    carve_out = "provided, however, that one archival copy may be kept by its legal department."
+    kept = rule + carve_out
+    plain = rule + "and all notes and analyses prepared from it by the Receiving Party."
+    too_long = rule + "and all extracts, " * 30 + carve_out
+
+    # then the rule stays with its carve-out (up to SENTENCE_WITH_CARVE_OUT_MAX_CHARS), the
+    # others are cut at a clause
+    assert SENTENCE_MAX_CHARS < len(kept) <= SENTENCE_WITH_CARVE_OUT_MAX_CHARS
+    assert sentences(kept) == [kept]
+    assert len(sentences(plain)) == 2
+    assert all(len(s) <= SENTENCE_MAX_CHARS for s in sentences(plain))
+    assert len(too_long) > SENTENCE_WITH_CARVE_OUT_MAX_CHARS
+    assert len(sentences(too_long)) > 1
+    assert all(piece in too_long for piece in sentences(too_long))
 
 
 def test_an_item_mark_after_a_full_stop_starts_a_sentence_and_a_list_inside_one_does_not():
