@@ -31,6 +31,16 @@ def _finding(finding_id: int, claim: str, *, document_id: int, question=0, **ext
     }
 
 
+def _grouped_report(questions, findings, positions) -> str:
+    return compose_report(
+        title="NDA review",
+        questions=questions,
+        findings=findings,
+        document_titles=TITLES,
+        positions=positions,
+    )
+
+
 def _swept(**changes) -> QuestionSummary:
     fields = {
         "index": 0,
@@ -218,13 +228,7 @@ def test_positions_are_key_findings_with_three_examples_and_the_rest_in_the_tabl
     positions = {0: [Position("return", [4, 1, 2, 3]), Position("destroy", [5])]}
 
     # when
-    report = compose_report(
-        title="NDA review",
-        questions=questions,
-        findings=findings,
-        document_titles=TITLES,
-        positions=positions,
-    )
+    report = _grouped_report(questions, findings, positions)
 
     # then the summary names each position with its first three findings
     assert _section(report, "## Summary") == [
@@ -261,13 +265,7 @@ def test_the_same_words_in_several_documents_are_one_key_findings_line_citing_ea
     positions = {0: [Position("return", [1, 2, 3, 4, 5])]}
 
     # when
-    report = compose_report(
-        title="NDA review",
-        questions=questions,
-        findings=findings,
-        document_titles=TITLES,
-        positions=positions,
-    )
+    report = _grouped_report(questions, findings, positions)
 
     # then the clause is written once, cited to each document, three of them named
     clause = " ".join(template.split())
