@@ -168,21 +168,30 @@ def sentences(text: str) -> list[str]:
     """Verbatim sentences of a passage (each an exact substring), long ones cut at clause
     boundaries so a quote stays readable; a heading on a line of its own ("2.07 Return of
     Confidential Information") is not the start of the sentence under it, nor a statement."""
-    found: list[str] = []
+    return [sentence for _, sentence in headed_sentences(text)]
+
+
+def headed_sentences(text: str, heading: str = "") -> list[tuple[str, str]]:
+    """The passage's sentences (as `sentences`), each with the heading it is read under: the last
+    heading above it in the passage ("3. BACKUPS"), else `heading` (the passage's own)."""
+    found: list[tuple[str, str]] = []
     for piece in (p for part in _SENTENCE_END.split(text) for p in _heading_lines(part)):
         piece = piece.strip()
         if not piece:
+            continue
+        if _is_heading(piece):
+            heading = piece
             continue
         while len(piece) > SENTENCE_MAX_CHARS:
             cut = max(piece.rfind("; ", 0, SENTENCE_MAX_CHARS), piece.rfind(", ", 0, SENTENCE_MAX_CHARS))
             cut = cut + 1 if cut > SENTENCE_MIN_CHARS else SENTENCE_MAX_CHARS
             if len(piece) <= SENTENCE_WITH_CARVE_OUT_MAX_CHARS and CARVE_OUT.search(piece[cut:]):
                 break
-            found.append(piece[:cut].strip())
+            found.append((heading, piece[:cut].strip()))
             piece = piece[cut:].strip()
         if piece:
-            found.append(piece)
-    return [s for s in found if _is_statement(s)]
+            found.append((heading, piece))
+    return [(h, s) for h, s in found if _is_statement(s)]
 
 
 def _heading_lines(text: str) -> list[str]:
@@ -218,7 +227,7 @@ def best_sentences(
     passage, from body passages only; a sentence sharing no content word, or less than
     `min_coverage` of the question's words weighted by their rarity, is never chosen. A
     sentence is read with its section's heading ("Incident Response" says what the sentences
-    under it are about)."""
+    under it are about): the last heading above it in its passage, else the passage's."""
     terms = set(content_words(question))
     if not terms:
         return []
@@ -226,9 +235,11 @@ def best_sentences(
     for rank, result in enumerate(results):
         if result.get("is_heading"):
             continue
-        section = set(content_words(str(result.get("heading") or "").rsplit(" > ", 1)[-1]))
-        for sentence in sentences(result.get("text", "")):
-            candidates.append((rank, result, sentence, set(content_words(sentence)) | section))
+        own = str(result.get("heading") or "").rsplit(" > ", 1)[-1]
+        for heading, sentence in headed_sentences(result.get("text", ""), own):
+            candidates.append(
+                (rank, result, sentence, set(content_words(sentence)) | set(content_words(heading)))
+            )
     if not candidates:
         return []
     # Rarer words among the candidates weigh more, as in BM25's IDF.

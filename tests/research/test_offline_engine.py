@@ -9,6 +9,7 @@ from research.engine.text import (
     SENTENCE_WITH_CARVE_OUT_MAX_CHARS,
     best_sentences,
     claim_of,
+    headed_sentences,
     plan_questions,
     sentences,
 )
@@ -100,6 +101,43 @@ def test_a_heading_line_is_neither_part_of_the_sentence_under_it_nor_a_quote():
 )
 def test_a_claim_is_its_quote_on_one_line_marked_where_the_sentence_goes_on(quote, claim):
     assert claim_of(quote) == claim
+
+
+def test_a_sentence_is_read_under_the_last_heading_above_it_in_its_passage():
+    # given a passage that opens under the document's title and runs on into the next section
+    text = (
+        "1. PURPOSE\n\nThis policy applies to every system that stores customer data.\n\n"
+        "3. BACKUPS\n\nEncrypted copies of the databases are kept for thirty-five days."
+    )
+
+    # then each sentence has the heading it sits under, the passage's own before any
+    assert headed_sentences(text, "DATA RETENTION POLICY") == [
+        ("PURPOSE", "This policy applies to every system that stores customer data."),
+        ("BACKUPS", "Encrypted copies of the databases are kept for thirty-five days."),
+    ]
+    assert headed_sentences("Copies are kept for thirty-five days in all.", "3. BACKUPS") == [
+        ("3. BACKUPS", "Copies are kept for thirty-five days in all.")
+    ]
+
+
+def test_best_sentences_read_each_sentence_with_its_own_sections_words():
+    # given a passage under the document's title holding a sentence of its purpose and, under
+    # "BACKUPS", the backup schedule, which does not say "backups" itself
+    passage = {
+        "passage_id": 1,
+        "document_id": 1,
+        "heading": "DATA RETENTION POLICY",
+        "text": "1. PURPOSE\n\nThis policy applies to every system we run, backups included.\n\n"
+        "3. BACKUPS\n\nEncrypted copies of the production databases are kept for thirty-five days.",
+    }
+
+    # when
+    chosen = best_sentences("How long are backups kept?", [passage], 1)
+
+    # then the schedule under its own heading is chosen, not the purpose sentence
+    assert [s.text for s in chosen] == [
+        "Encrypted copies of the production databases are kept for thirty-five days."
+    ]
 
 
 def test_a_long_sentence_is_not_cut_where_its_carve_out_would_go_to_a_later_piece():
