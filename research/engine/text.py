@@ -22,6 +22,8 @@ CARVE_OUT = re.compile(
     r"save\s+for|does\s+not\s+apply|shall\s+not\s+apply)\b",
     re.IGNORECASE,
 )
+# What a question's word that only a sentence's heading says weighs, against one the sentence says.
+HEADING_WORD_WEIGHT = 0.5
 # A sentence that would be cut before its carve-out is kept whole up to this many characters.
 SENTENCE_WITH_CARVE_OUT_MAX_CHARS = 1200
 # A quote ending in one of these ends where its sentence (or a clause of it) does.
@@ -227,19 +229,20 @@ def best_sentences(
     passage, from body passages only; a sentence sharing no content word, or less than
     `min_coverage` of the question's words weighted by their rarity, is never chosen. A
     sentence is read with its section's heading ("Incident Response" says what the sentences
-    under it are about): the last heading above it in its passage, else the passage's."""
+    under it are about): the last heading above it in its passage, else the passage's. A word
+    only its heading says weighs HEADING_WORD_WEIGHT of one the sentence says itself (a title's
+    "Retention Policy" does not make "Version 3.2, approved by the Council" about retention)."""
     terms = set(content_words(question))
     if not terms:
         return []
-    candidates: list[tuple[int, dict[str, Any], str, set[str]]] = []
+    candidates: list[tuple[int, dict[str, Any], str, set[str], set[str]]] = []
     for rank, result in enumerate(results):
         if result.get("is_heading"):
             continue
         own = str(result.get("heading") or "").rsplit(" > ", 1)[-1]
         for heading, sentence in headed_sentences(result.get("text", ""), own):
-            candidates.append(
-                (rank, result, sentence, set(content_words(sentence)) | set(content_words(heading)))
-            )
+            said = set(content_words(sentence))
+            candidates.append((rank, result, sentence, said | set(content_words(heading)), said))
     if not candidates:
         return []
     # Rarer words among the candidates weigh more, as in BM25's IDF.
@@ -248,11 +251,11 @@ def best_sentences(
     whole = sum(idf.values())
     chosen: dict[int, Sentence] = {}
     scored = []
-    for rank, result, sentence, vocabulary in candidates:
+    for rank, result, sentence, vocabulary, said in candidates:
         matched = terms & vocabulary
         if not matched:
             continue
-        weight = sum(idf[t] for t in matched)
+        weight = sum(idf[t] * (1.0 if t in said else HEADING_WORD_WEIGHT) for t in matched)
         if weight / whole < min_coverage:
             continue
         coverage = len(matched) / len(terms)

@@ -140,6 +140,25 @@ def test_best_sentences_read_each_sentence_with_its_own_sections_words():
     ]
 
 
+def test_a_word_only_the_heading_says_weighs_less_than_one_the_sentence_says():
+    # given a passage under the document's title ("Retention Policy") opening with its version line
+    passage = {
+        "passage_id": 1,
+        "document_id": 1,
+        "heading": "DATA RETENTION POLICY",
+        "text": "Version 3.2, approved by the Security Council in May.\n\n"
+        "This policy states the retention of each kind of data we hold.",
+    }
+
+    # when
+    chosen = best_sentences("What about retention?", [passage], 1)
+
+    # then the sentence saying "retention" itself is chosen, not the one only its title does
+    assert [s.text for s in chosen] == [
+        "This policy states the retention of each kind of data we hold."
+    ]
+
+
 def test_a_long_sentence_is_not_cut_where_its_carve_out_would_go_to_a_later_piece():
     # given sentences over SENTENCE_MAX_CHARS: one whose carve-out comes after the cut would be,
     # one without a carve-out, and one too long to keep whole
