@@ -154,9 +154,7 @@ def test_a_word_only_the_heading_says_weighs_less_than_one_the_sentence_says():
     chosen = best_sentences("What about retention?", [passage], 1)
 
     # then the sentence saying "retention" itself is chosen, not the one only its title does
-    assert [s.text for s in chosen] == [
-        "This policy states the retention of each kind of data we hold."
-    ]
+    assert [s.text for s in chosen] == ["This policy states the retention of each kind of data we hold."]
 
 
 def test_a_long_sentence_is_not_cut_where_its_carve_out_would_go_to_a_later_piece():
