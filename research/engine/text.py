@@ -236,13 +236,16 @@ def best_sentences(
     if not terms:
         return []
     candidates: list[tuple[int, dict[str, Any], str, set[str], set[str]]] = []
+    heading_words: dict[str, set[str]] = {}  # a heading's words, read once for all its sentences
     for rank, result in enumerate(results):
         if result.get("is_heading"):
             continue
         own = str(result.get("heading") or "").rsplit(" > ", 1)[-1]
         for heading, sentence in headed_sentences(result.get("text", ""), own):
+            if heading not in heading_words:
+                heading_words[heading] = set(content_words(heading))
             said = set(content_words(sentence))
-            candidates.append((rank, result, sentence, said | set(content_words(heading)), said))
+            candidates.append((rank, result, sentence, said | heading_words[heading], said))
     if not candidates:
         return []
     # Rarer words among the candidates weigh more, as in BM25's IDF.
