@@ -248,7 +248,7 @@ def result_line(size: int, database: str, backend: str, built: dict, searched: d
         "database_size_mb": built["database_size_mb"],
         "ann_recall": searched.get("ann_recall"),
         "hnsw_index": searched.get("hnsw_index"),
-        "lexical_pruning": searched.get("lexical_pruning"),
+        "lexical_postings": searched.get("lexical_postings"),
         "synthesis": build_stats["synthesis"],
         "queries": searched["queries"],
         "settings": {
@@ -832,16 +832,18 @@ def _database_size(spec: dict) -> dict:
             "SELECT pg_database_size(current_database()), pg_total_relation_size('corpora_passage'), "
             "pg_relation_size('corpora_passage_search_gin'), "
             "coalesce(pg_total_relation_size(to_regclass('corpora_passagevector')), 0), "
-            "coalesce(pg_relation_size(to_regclass(%s)), 0)",
+            "coalesce(pg_relation_size(to_regclass(%s)), 0), "
+            "coalesce(pg_total_relation_size(to_regclass('corpora_posting')), 0)",
             [hnsw],
         )
-        database, passages, gin, vectors, index = cursor.fetchone()
+        database, passages, gin, vectors, index, postings = cursor.fetchone()
     return {
         "database": round(database / mb, 1),
         "passage_table_total": round(passages / mb, 1),
         "gin_index": round(gin / mb, 1),
         "vector_table_total": round(vectors / mb, 1),
         "hnsw_index": round(index / mb, 1),
+        "posting_lists_total": round(postings / mb, 1),
     }
 
 
@@ -978,13 +980,12 @@ def search(spec: dict) -> dict:
         "settings": {
             "search_vector_backend": backend,
             "search_pgvector_hnsw": settings.SEARCH_PGVECTOR_HNSW,
-            "search_database_lexical_max_rows": settings.SEARCH_DATABASE_LEXICAL_MAX_ROWS,
             "embedding_threads": settings.EMBEDDING_THREADS,
         },
     }
     if lexical_source == "database_full_text" and spec["database"] == "postgresql":
         hybrid = with_embedder(precomputed, "hybrid")
-        result["lexical_pruning"] = _lexical_pruning(
+        result["lexical_postings"] = _lexical_postings(
             corpus.pk, version, queries[: spec["recall_queries"]], lambda q: [h.passage.pk for h in hybrid(q)]
         )
     if store.name == "pgvector":
@@ -1038,45 +1039,66 @@ def _after_version_bump(corpus_id: int, queries: list[str], hybrid) -> dict[str,
     }
 
 
-def _lexical_pruning(corpus_id: int, version: int, queries: list[str], hybrid) -> dict:
-    """What the row budget (SEARCH_DATABASE_LEXICAL_MAX_ROWS) costs: the lexical ranking at the
-    depth hybrid asks for (200) against the one scoring every matching passage (budget 0),
-    overlap at 10 and 200 with both times, and hybrid's top 10 (`hybrid(query)`: passage ids)
-    with each. The two run in alternating order, query by query."""
-    from django.test.utils import override_settings
+def _lexical_postings(corpus_id: int, version: int, queries: list[str], hybrid) -> dict:
+    """The posting lists' ranking (exact BM25 over every passage holding a term) against the
+    one it replaced, read from the matching passages' tsvectors (the IDF-weighted ts_rank top
+    400 of every passage holding a term, re-scored in BM25): overlap at 10 and 200 at the depth
+    hybrid asks for (200), hybrid's top 10 (`hybrid(query)`: passage ids) with each, and both
+    rankings' times. The two run in alternating order, query by query."""
+    from django.db import connection
 
-    from corpora.retrieval.lexical import lexical_ranking
+    from corpora.retrieval import lexical
     from corpora.retrieval.query import parse_query
 
+    def from_tsvectors(cursor, stats, query, limit):
+        return lexical._pg_rank_matching(cursor, stats, query, limit, None)
+
     overlaps: dict[str, list[float]] = {"lexical@10": [], "lexical@200": [], "hybrid@10": []}
-    times = {"pruned": [], "full": []}
-    budgets = [("full", 0), ("pruned", None)]
+    times = {"postings": [], "tsvectors": []}
+    ways = [("tsvectors", from_tsvectors), ("postings", None)]
     for i, query in enumerate(queries):
         parsed = parse_query(query)
-        lexical, fused = {}, {}
-        for name, budget in budgets if i % 2 else budgets[::-1]:
-            overrides = {} if budget is None else {"SEARCH_DATABASE_LEXICAL_MAX_ROWS": budget}
-            with override_settings(**overrides):
+        ranked, fused = {}, {}
+        for name, replacement in ways if i % 2 else ways[::-1]:
+            original = lexical._pg_postings_rank
+            if replacement is not None:
+                lexical._pg_postings_rank = replacement
+            try:
                 started = time.perf_counter()
-                ranked = lexical_ranking(corpus_id=corpus_id, version=version, query=parsed, limit=200)
+                ranking = lexical.lexical_ranking(
+                    corpus_id=corpus_id, version=version, query=parsed, limit=200
+                )
                 times[name].append((time.perf_counter() - started) * 1000)
-                lexical[name] = [pid for pid, _ in ranked]
+                ranked[name] = [pid for pid, _ in ranking]
                 fused[name] = hybrid(query)
+            finally:
+                lexical._pg_postings_rank = original
         for label, rankings, k in (
-            ("lexical@10", lexical, 10),
-            ("lexical@200", lexical, 200),
+            ("lexical@10", ranked, 10),
+            ("lexical@200", ranked, 200),
             ("hybrid@10", fused, 10),
         ):
-            full = set(rankings["full"][:k])
-            if full:
-                overlaps[label].append(len(full & set(rankings["pruned"][:k])) / len(full))
+            reference = set(rankings["tsvectors"][:k])
+            if reference:
+                overlaps[label].append(len(reference & set(rankings["postings"][:k])) / len(reference))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*), count(DISTINCT lexeme), coalesce(sum(postings), 0) FROM corpora_posting "
+            "WHERE corpus_id = %s",
+            [corpus_id],
+        )
+        segments, lexemes, postings = cursor.fetchone()
     return {
         "queries": len(queries),
         **{f"overlap_{label}": round(statistics.mean(v), 4) for label, v in overlaps.items() if v},
         **{f"min_overlap_{label}": round(min(v), 4) for label, v in overlaps.items() if v},
         **{f"lexical_{name}_p50_ms": round(statistics.median(t), 1) for name, t in times.items() if t},
-        "note": "lexical_ranking(limit=200) and hybrid passage_search(top_k=10) with the budget against "
-        "budget 0; each query's term counts were cached by the latency runs",
+        "segments": segments,
+        "lexemes": lexemes,
+        "postings": int(postings),
+        "note": "lexical_ranking(limit=200) and hybrid passage_search(top_k=10) from the posting lists "
+        "against the same from the matching passages' tsvectors; each query's term counts were cached "
+        "by the latency runs",
     }
 
 

@@ -223,11 +223,6 @@ SEARCH_PGVECTOR_EF_SEARCH = env_int("SEARCH_PGVECTOR_EF_SEARCH", 800)
 # passages, their text included, in each searching process): hybrid's lexical leg, the
 # document sweep and term frequencies then come from the database's full-text index. 0: no bound.
 SEARCH_TERM_INDEX_MAX_PASSAGES = env_int("SEARCH_TERM_INDEX_MAX_PASSAGES", 100_000)
-# The database's lexical ranking (PostgreSQL, no term index) scores the passages holding the
-# query's rarest terms, about this many (widening up to 4x for MaxScore's bound): at a million
-# passages scoring every passage that holds any term took 0.5-1 s (corpora.retrieval.lexical
-# ._pg_rank). 0: all.
-SEARCH_DATABASE_LEXICAL_MAX_ROWS = env_int("SEARCH_DATABASE_LEXICAL_MAX_ROWS", 10_000)
 
 # PostgreSQL: each process keeps the corpora's index_version until a change is NOTIFYed
 # (corpora.retrieval.versions), at most this many seconds. Switch off behind a pooler that

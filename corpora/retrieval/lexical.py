@@ -1,10 +1,12 @@
-"""Lexical ranking on SQLite (FTS5 bm25) and PostgreSQL (tsvector + GIN). Both return
-[(passage_id, score)], best first, higher is better; every value is a bound parameter.
+"""Lexical ranking on SQLite (FTS5 bm25) and PostgreSQL (posting lists, or tsvector + GIN).
+Both return [(passage_id, score)], best first, higher is better; every value is a bound
+parameter.
 
-PostgreSQL's ts_rank has no notion of how rare a word is, so there each query term's ts_rank is
-weighted by its BM25 IDF in the corpus: the ranking then behaves like BM25 on both backends.
-On SQLite, scoring each matching row is what a query costs, so passages that provably cannot
-reach the top are not scored (see _essential)."""
+On PostgreSQL a query's BM25 is summed from the corpus's posting lists (_pg_postings_rank);
+a phrase or a set of documents is ranked over the matching passages' tsvectors, where each
+term's ts_rank is weighted by its BM25 IDF to pick the candidates BM25 then scores. On SQLite,
+scoring each matching row is what a query costs, so passages that provably cannot reach the
+top are not scored (see _essential)."""
 
 import contextlib
 import dataclasses
@@ -15,7 +17,8 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-from django.conf import settings
+import numpy as np
+import psycopg
 from django.core.cache import cache
 from django.db import connection, transaction
 
@@ -49,10 +52,12 @@ PG_BM25_CANDIDATES_MIN = 200
 # How long a term count stays in the cache shared by processes (its key changes with the
 # corpus's passages anyway).
 SHARED_COUNT_SECONDS = 24 * 3600
-# _pg_rank: how far past its row budget it may widen for MaxScore's bound, and the least
-# budget per result asked for (a budget below the depth asked leaves nothing to choose from).
-PG_LEXICAL_WIDEN_FACTOR = 4
-PG_LEXICAL_ROWS_PER_RESULT = 10
+# _pg_postings_rank: summing postings by passage goes through a bincount over the id range
+# when the range is at most this many times the postings (or this many ids) wide.
+POSTINGS_DENSE_RANGE_FACTOR = 8
+POSTINGS_DENSE_RANGE_MIN = 1 << 20
+# Beyond `limit`, how many of the best passages are checked for deletion in the first round.
+POSTINGS_DELETED_SLACK = 20
 _BM25_K1 = 1.2
 _BM25_B = 0.75
 _BM25_HEADING_WEIGHT = 0.5
@@ -522,64 +527,109 @@ def _fts5_score_profile(cursor, scope: Fts5Scope, term: str) -> ScoreProfile:
 def _pg_rank(
     cursor, stats: _CorpusTerms, query: ParsedQuery, limit: int, document_ids
 ) -> list[tuple[int, float]]:
-    """The passages matching any term, ranked (_pg_rank_matching). In a large corpus only the
-    passages holding the query's rarer terms are scored: as many terms as MaxScore's bound
-    needs, within a row budget.
+    """BM25 from the posting lists (_pg_postings_rank); a query with a phrase, or kept to some
+    documents (a small set of passages: the document sweep, BY_DOCUMENT_MAX_ROWS), is ranked
+    over the matching passages' tsvectors (_pg_rank_matching)."""
+    if query.phrases or document_ids is not None:
+        return _pg_rank_matching(cursor, stats, query, limit, document_ids)
+    return _pg_postings_rank(cursor, stats, query, limit)
 
-    A passage's BM25 is the sum of its terms' contributions, and a term contributes less than
-    (k1 + 1) times its IDF. Terms are taken rarest first while their passages add up to at most
-    the budget (SEARCH_DATABASE_LEXICAL_MAX_ROWS, and at least PG_LEXICAL_ROWS_PER_RESULT per
-    result asked for; always the rarest term); the left-out terms' ceilings add up to the most
-    a passage holding none of the taken terms could score. When the `limit`-th result scores
-    more, no such passage could reach the BM25 top `limit` and the ranking stands; otherwise
-    just enough further terms are taken for that to hold (the cut only rises as more passages
-    are scored), up to PG_LEXICAL_WIDEN_FACTOR times the budget, beyond which the ranking is
-    the best within it, unless that is fewer than `limit` passages: then every term is taken.
-    (As without a budget, BM25 scores the ts_rank top of the passages scored, so passages
-    holding only left-out terms can change which reach it.) At a million passages the terms
-    that survive _informative still match hundreds of thousands of passages, and scoring them
-    all took half a second to a second a query (bench/scale.py)."""
-    configured = settings.SEARCH_DATABASE_LEXICAL_MAX_ROWS
-    budget = max(configured, PG_LEXICAL_ROWS_PER_RESULT * limit)
-    small = not configured or len(query.terms) < 2 or stats.rows <= budget
-    if small or query.phrases or document_ids is not None:
-        return _pg_rank_matching(cursor, stats, query, query.terms, limit, document_ids)
-    frequencies = stats.document_frequencies(cursor, query.terms)
-    ordered = sorted(query.terms, key=lambda t: (frequencies[t], t))
-    ceilings = [(_BM25_K1 + 1) * _lucene_idf(stats.rows, frequencies[t]) for t in ordered]
 
-    def left_out(taken: int) -> float:
-        return sum(ceilings[taken:]) * (1 + _SCORE_BOUND_SLACK)
+def _pg_postings_rank(cursor, stats: _CorpusTerms, query: ParsedQuery, limit: int) -> list[tuple[int, float]]:
+    """BM25 over the corpus's posting lists (corpora_posting, corpora/retrieval/schema.py): the
+    query's lexemes' segments read in one query, each posting's contribution computed and
+    summed per passage in numpy, the best `limit` kept. The ranking is exact BM25 over every
+    passage holding a query term, with the term index's formula (Lucene's IDF from the lexeme
+    counts, k1, b, headings at half weight, the mean length from the tally), and it reads
+    ~14 bytes a posting rather than each passage's tsvector. Postings of deleted passages
+    stay in the lists until their corpus is deleted: the best are checked against the
+    passages table and those gone are passed over."""
+    cursor.execute(
+        "SELECT q.lexeme, coalesce(c.passages, 0) FROM ("
+        "SELECT DISTINCT l AS lexeme FROM unnest(%s::text[]) AS t(term), "
+        "unnest(tsvector_to_array(to_tsvector('english', t.term))) AS l) q "
+        "LEFT JOIN corpora_lexeme_count c ON c.corpus_id = %s AND c.lexeme = q.lexeme",
+        [list(query.terms), stats.corpus_id],
+    )
+    idf = {lexeme: _lucene_idf(stats.rows, int(held)) for lexeme, held in cursor.fetchall() if held}
+    if not idf:
+        return []
+    average = _pg_average_length(cursor, stats)
+    # A binary cursor on the same connection (and transaction): the lists arrive as bytes
+    # rather than hex text twice their size.
+    postings = psycopg.Cursor(connection.connection)
+    postings.execute(
+        "SELECT lexeme, ids, frequencies, lengths FROM corpora_posting "
+        "WHERE corpus_id = %s AND lexeme = ANY(%s)",
+        [stats.corpus_id, list(idf)],
+        binary=True,
+    )
+    ids, contributions = [], []
+    for lexeme, id_bytes, frequency_bytes, length_bytes in postings:
+        # Stored doubled (2 x text positions + heading positions): headings weigh
+        # _BM25_HEADING_WEIGHT, a half.
+        tf = np.frombuffer(frequency_bytes, dtype=">i2").astype(np.float64) * 0.5
+        length = np.frombuffer(length_bytes, dtype=">i4").astype(np.float64)
+        norm = _BM25_K1 * (1 - _BM25_B + _BM25_B * length / average)
+        ids.append(np.frombuffer(id_bytes, dtype=">i8"))
+        contributions.append(idf[lexeme] * tf * (_BM25_K1 + 1) / (tf + norm))
+    postings.close()
+    if not ids:
+        return []
+    passages, scores = _sum_by_passage(np.concatenate(ids), np.concatenate(contributions))
+    return _existing_best(cursor, stats.corpus_id, passages, scores, limit)
 
-    def within(rows_at_most: int) -> int:
-        taken, rows = 1, frequencies[ordered[0]]
-        while taken < len(ordered) and rows + frequencies[ordered[taken]] <= rows_at_most:
-            rows += frequencies[ordered[taken]]
-            taken += 1
-        return taken
 
-    taken, widest = within(budget), within(budget * PG_LEXICAL_WIDEN_FACTOR)
-    while True:
-        ranked = _pg_rank_matching(cursor, stats, query, ordered[:taken], limit, None)
-        if taken == len(ordered):
-            return ranked
-        if len(ranked) < limit:
-            # Too few passages hold the taken terms: the rest must be scored to fill the answer.
-            taken = len(ordered) if taken >= widest else widest
-            continue
-        cut = ranked[limit - 1][1]
-        if cut > left_out(taken) or taken >= widest:
-            return ranked
-        needed = taken + 1
-        while needed < len(ordered) and left_out(needed) >= cut:
-            needed += 1
-        taken = min(needed, widest)
+def _sum_by_passage(ids: np.ndarray, contributions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(passage ids, summed scores) of postings that may repeat a passage (one per term):
+    a bincount over the id range when the range is dense enough, else through np.unique."""
+    ids = ids.astype(np.int64)
+    first, last = int(ids.min()), int(ids.max())
+    if last - first < max(POSTINGS_DENSE_RANGE_FACTOR * len(ids), POSTINGS_DENSE_RANGE_MIN):
+        totals = np.bincount(ids - first, weights=contributions)
+        held = np.flatnonzero(totals)
+        return held + first, totals[held]
+    passages, inverse = np.unique(ids, return_inverse=True)
+    return passages, np.bincount(inverse, weights=contributions)
+
+
+def _existing_best(cursor, corpus_id: int, passages: np.ndarray, scores: np.ndarray, limit: int):
+    """The best `limit` of (passages, scores), highest score then lowest id first, leaving out
+    passages deleted since their postings were written. Only the best are sorted (a full sort
+    of a common term's hundreds of thousands of passages took most of a query's time)."""
+    ranked: list[tuple[int, float]] = []
+    taken = 0
+    window = limit + POSTINGS_DELETED_SLACK
+    while len(ranked) < limit and taken < len(scores):
+        chosen = _best_positions(passages, scores, taken + window)[taken:]
+        wanted = [int(i) for i in passages[chosen]]
+        cursor.execute(
+            "SELECT id FROM corpora_passage WHERE corpus_id = %s AND id = ANY(%s)", [corpus_id, wanted]
+        )
+        alive = {row[0] for row in cursor.fetchall()}
+        ranked += [(pid, float(scores[i])) for pid, i in zip(wanted, chosen, strict=True) if pid in alive]
+        taken += len(chosen)
+        window *= 2
+    return ranked[:limit]
+
+
+def _best_positions(passages: np.ndarray, scores: np.ndarray, count: int) -> np.ndarray:
+    """Positions of the best `count` scores, highest first, equal scores by lowest id: the
+    `count`-th best score bounds the candidates (ties at it included), and only they are
+    sorted."""
+    if count < len(scores):
+        floor = scores[np.argpartition(-scores, count - 1)[count - 1]]
+        candidates = np.flatnonzero(scores >= floor)
+    else:
+        candidates = np.arange(len(scores))
+    order = np.lexsort((passages[candidates], -scores[candidates]))
+    return candidates[order][:count]
 
 
 def _pg_rank_matching(
-    cursor, stats: _CorpusTerms, query: ParsedQuery, matching: Sequence[str], limit: int, document_ids
+    cursor, stats: _CorpusTerms, query: ParsedQuery, limit: int, document_ids
 ) -> list[tuple[int, float]]:
-    """The passages holding any of the `matching` terms (or a phrase), ranked by IDF-weighted
+    """The passages holding any of the query's terms (or a phrase), ranked by IDF-weighted
     ts_rank over all the query's terms; without phrases, its top candidates are then ranked by
     BM25 (_pg_bm25)."""
     doc_sql, doc_params = _documents_clause(document_ids, "p.document_id")
@@ -598,8 +648,7 @@ def _pg_rank_matching(
         "WHERE p.corpus_id = %s AND p.search_vector @@ q"
         f"{doc_sql} ORDER BY rank DESC, p.id LIMIT %s"
     )
-    matched = dataclasses.replace(query, terms=tuple(matching))
-    params = [*score_params, websearch_any(matched), stats.corpus_id, *doc_params]
+    params = [*score_params, websearch_any(query), stats.corpus_id, *doc_params]
     if query.phrases:
         cursor.execute(f"SELECT id, rank FROM ({candidates}) c", [*params, limit])
         return [(row[0], float(row[1])) for row in cursor.fetchall()]

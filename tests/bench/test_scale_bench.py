@@ -88,7 +88,6 @@ def test_scale_bench_on_pgvector_reports_recall_against_exact(tmp_path, monkeypa
     out = tmp_path / "scale.jsonl"
     # a corpus over the term index's bound, as at a million passages (the script reads these)
     monkeypatch.setenv("SEARCH_TERM_INDEX_MAX_PASSAGES", "500")
-    monkeypatch.setenv("SEARCH_DATABASE_LEXICAL_MAX_ROWS", "100")
 
     result = run_bench(
         "scale.py",
@@ -108,12 +107,13 @@ def test_scale_bench_on_pgvector_reports_recall_against_exact(tmp_path, monkeypa
     bumped = result["hybrid_after_version_bump_ms"]
     assert bumped["queries"] == 12
     assert min(bumped["p50"], bumped["after_ingest_p50"], bumped["same_queries_before_p50"]) > 0
-    assert result["settings"]["search_database_lexical_max_rows"] == 100
-    pruning = result["lexical_pruning"]
-    assert pruning["queries"] == 6
+    postings = result["lexical_postings"]
+    assert postings["queries"] == 6
     for label in ("lexical@10", "lexical@200", "hybrid@10"):
-        assert 0.0 <= pruning[f"min_overlap_{label}"] <= pruning[f"overlap_{label}"] <= 1.0
-    assert pruning["lexical_full_p50_ms"] > 0 and pruning["lexical_pruned_p50_ms"] > 0
+        assert 0.0 <= postings[f"min_overlap_{label}"] <= postings[f"overlap_{label}"] <= 1.0
+    assert postings["lexical_postings_p50_ms"] > 0 and postings["lexical_tsvectors_p50_ms"] > 0
+    # every passage's lexemes are in the lists
+    assert postings["postings"] > postings["lexemes"] > 0 and postings["segments"] >= postings["lexemes"]
     assert "m='32'" in result["hnsw_index"] and "ef_construction='128'" in result["hnsw_index"]
     assert result["backend_used"] == {"store": "pgvector", "dense": "PgvectorIndex"}
     assert result["vector_index"]["rows"] == result["passages"]
