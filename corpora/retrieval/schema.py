@@ -9,7 +9,11 @@ frequency and the mean passage length, and computing them from the passages read
 passage holding the term (~350 ms for a common term at a million passages), or a sample of the
 corpus, once per term and process and again whenever the corpus changes. Writers of passages
 lock the corpus row first (corpora.services); the triggers also take a per-corpus advisory
-lock, so that two transactions never update the same counts in opposite orders."""
+lock, so that two transactions never update the same counts in opposite orders.
+
+On PostgreSQL too, corpora_posting keeps per corpus and lexeme the posting lists BM25 is summed
+from (corpora.retrieval.lexical._pg_postings_rank), written by a trigger in the same
+transaction (POSTGRES_POSTINGS)."""
 
 SQLITE_INSTALL = [
     "CREATE VIRTUAL TABLE IF NOT EXISTS corpora_passage_fts USING fts5("
@@ -60,6 +64,26 @@ POSTGRES_UNINSTALL = [
     "DROP INDEX IF EXISTS corpora_passage_search_gin",
     "ALTER TABLE corpora_passage DROP COLUMN IF EXISTS search_vector",
 ]
+
+
+def _clearing_functions(prefix: str, tables: tuple[str, ...]) -> list[str]:
+    """The trigger functions `<prefix>_truncate` (a TRUNCATE of the passages empties `tables`)
+    and `<prefix>_corpus_delete` (a deleted corpus takes its rows of `tables`)."""
+    deletes = "\n".join(f"        DELETE FROM {table} WHERE corpus_id = OLD.id;" for table in tables)  # noqa: S608
+    return [
+        f"""CREATE OR REPLACE FUNCTION {prefix}_truncate() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    BEGIN
+        TRUNCATE {", ".join(tables)};
+        RETURN NULL;
+    END $$""",
+        f"""CREATE OR REPLACE FUNCTION {prefix}_corpus_delete() RETURNS trigger
+    LANGUAGE plpgsql AS $$
+    BEGIN
+{deletes}
+        RETURN NULL;
+    END $$""",
+    ]
 
 
 # Counts per (corpus, lexeme). A lexeme's count reaching zero keeps its row (deleting it would
@@ -137,19 +161,7 @@ POSTGRES_LEXEME_COUNTS = [
         ) AS v(c, n, ids, k) GROUP BY c ORDER BY c;
         RETURN NULL;
     END $$""",
-    """CREATE OR REPLACE FUNCTION corpora_lexeme_count_truncate() RETURNS trigger
-    LANGUAGE plpgsql AS $$
-    BEGIN
-        TRUNCATE corpora_lexeme_count, corpora_passage_tally;
-        RETURN NULL;
-    END $$""",
-    """CREATE OR REPLACE FUNCTION corpora_lexeme_count_corpus_delete() RETURNS trigger
-    LANGUAGE plpgsql AS $$
-    BEGIN
-        DELETE FROM corpora_lexeme_count WHERE corpus_id = OLD.id;
-        DELETE FROM corpora_passage_tally WHERE corpus_id = OLD.id;
-        RETURN NULL;
-    END $$""",
+    *_clearing_functions("corpora_lexeme_count", ("corpora_lexeme_count", "corpora_passage_tally")),
     "DROP TRIGGER IF EXISTS corpora_lexeme_count_ai ON corpora_passage",
     "DROP TRIGGER IF EXISTS corpora_lexeme_count_ad ON corpora_passage",
     "DROP TRIGGER IF EXISTS corpora_lexeme_count_au ON corpora_passage",
@@ -207,7 +219,9 @@ POSTGRES_LEXEME_COUNTS_UNINSTALL = [
 # int2 (twice the text positions plus the heading positions: headings weigh half), lengths
 # int4 (the passage's positions). Deleting passages leaves their postings (the ranking checks
 # that its results still exist; the lexeme counts, which give IDF, are exact); a corpus's
-# deletion or a TRUNCATE takes them. Stored uncompressed: reading a list is the cost, not its
+# deletion or a TRUNCATE takes them, and corpora_posting_rebuild drops them. Passages are not
+# edited in place (ingestion adds, deletion removes); an edit of the indexed columns reaches
+# the lists only through a rebuild. Stored uncompressed: reading a list is the cost, not its
 # size.
 POSTING_MERGE_FANOUT = 8
 # The segment of each (corpus, lexeme) in the rows of `source`, a relation of passages (id,
@@ -329,19 +343,7 @@ POSTGRES_POSTINGS = [
         END IF;
         RETURN n;
     END $$""",  # noqa: S608 (a constant)
-    """CREATE OR REPLACE FUNCTION corpora_posting_truncate() RETURNS trigger
-    LANGUAGE plpgsql AS $$
-    BEGIN
-        TRUNCATE corpora_posting, corpora_posting_batch;
-        RETURN NULL;
-    END $$""",
-    """CREATE OR REPLACE FUNCTION corpora_posting_corpus_delete() RETURNS trigger
-    LANGUAGE plpgsql AS $$
-    BEGIN
-        DELETE FROM corpora_posting WHERE corpus_id = OLD.id;
-        DELETE FROM corpora_posting_batch WHERE corpus_id = OLD.id;
-        RETURN NULL;
-    END $$""",
+    *_clearing_functions("corpora_posting", ("corpora_posting", "corpora_posting_batch")),
     "DROP TRIGGER IF EXISTS corpora_posting_ai ON corpora_passage",
     "DROP TRIGGER IF EXISTS corpora_posting_at ON corpora_passage",
     "DROP TRIGGER IF EXISTS corpora_posting_cd ON corpora_corpus",
