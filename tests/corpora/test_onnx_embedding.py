@@ -56,6 +56,17 @@ def _cosines(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.sum(a * b, axis=1)
 
 
+GOVERNING_LAW_QUERY = "Which state's law applies to the contract?"
+
+
+def _embedded_by_torch(corpus, settings) -> int:
+    """The samples ingested into `corpus` and embedded by the torch runtime: their passages."""
+    ingest_samples(corpus, schedule_embedding=False)
+    settings.EMBEDDING_BACKEND = "minilm"
+    settings.EMBEDDING_MINILM_RUNTIME = "torch"
+    return passage_embed_pending(corpus=corpus)
+
+
 @pytest.mark.embedding
 def test_the_export_is_written_once_and_reused(onnx_export):
     folder, path, exported = onnx_export
@@ -145,11 +156,8 @@ def test_an_unknown_runtime_is_refused(settings):
 @pytest.mark.embedding
 def test_the_embed_command_re_embeds_another_runtimes_passages(corpus, settings, onnx_export):
     # given a corpus embedded by the torch runtime
-    ingest_samples(corpus, schedule_embedding=False)
-    settings.EMBEDDING_BACKEND = "minilm"
-    settings.EMBEDDING_MINILM_RUNTIME = "torch"
-    total = passage_embed_pending(corpus=corpus)
-    query = "Which state's law applies to the contract?"
+    total = _embedded_by_torch(corpus, settings)
+    query = GOVERNING_LAW_QUERY
     assert "Delaware" in passage_search(corpus=corpus, query=query, top_k=1, mode="dense")[0].passage.text
 
     # when the deployment moves to the ONNX runtime
@@ -227,11 +235,8 @@ def test_the_fp32_runtime_computes_torchs_vectors_under_torchs_name(settings, fp
 @pytest.mark.embedding
 def test_a_corpus_embedded_by_torch_is_searched_by_the_fp32_runtime_as_it_is(corpus, settings, fp32_export):
     # given a corpus embedded by the torch runtime
-    ingest_samples(corpus, schedule_embedding=False)
-    settings.EMBEDDING_BACKEND = "minilm"
-    settings.EMBEDDING_MINILM_RUNTIME = "torch"
-    total = passage_embed_pending(corpus=corpus)
-    query = "Which state's law applies to the contract?"
+    total = _embedded_by_torch(corpus, settings)
+    query = GOVERNING_LAW_QUERY
     by_torch = passage_search(corpus=corpus, query=query, top_k=3, mode="dense")
 
     # when the deployment moves to the float32 ONNX runtime
