@@ -16,8 +16,9 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet --disable-pip-version-check -e ".[dev]"
 	touch $@
 
-# The bundled model's int8 ONNX export (EMBEDDING_ONNX_DIR), made now rather than on first use;
-# quick when it is there, and no failure of install when onnxruntime is missing.
+# The bundled model's ONNX export that EMBEDDING_MINILM_RUNTIME runs (float32 by default), into
+# EMBEDDING_ONNX_DIR, made now rather than on first use; quick when it is there, and no failure
+# of install when onnxruntime is missing (the runtime then falls back to torch).
 install: $(VENV)/.installed assets/graphiql/VERSIONS
 	$(BIN)/python manage.py embedding_export --if-available
 

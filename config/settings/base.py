@@ -191,15 +191,14 @@ EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 256)
 # Every call into the model runs on one thread per process (corpora.embedding.InferenceThread),
 # so this is all it uses.
 EMBEDDING_THREADS = env_int("EMBEDDING_THREADS", 0)
-# The bundled model's runtime: "onnx" (the model exported to ONNX with int8 weights, run by
-# onnxruntime: several times faster on a CPU; corpora/onnx_embedding.py), "onnx-fp32" (the
-# same export in float32: torch's vectors, ~1.9-2.0x torch's passages/s), "torch"
-# (sentence-transformers), or "auto" (onnx when onnxruntime is installed and the export works,
-# else torch). int8 vectors are stored under a name of their own: a change to or from "onnx"
-# re-embeds every passage. torch by default: the int8 model's hybrid recall@10 on
-# bench/retrieval.py is 0.02-0.03 below torch's (README, Embedding runtimes), so it is a
-# deployment's choice, not an upgrade's.
-EMBEDDING_MINILM_RUNTIME = env_str("EMBEDDING_MINILM_RUNTIME", "torch")
+# The bundled model's runtime: "auto" (the model exported to ONNX in float32 and run by
+# onnxruntime when it is installed and the export works, else torch: the same vectors either
+# way, ~2x torch's passages/s; corpora/onnx_embedding.py), "onnx-fp32" (that export, insisted
+# on: a failure is embedding_unavailable), "torch" (sentence-transformers), or "onnx" (int8
+# weights: faster again, but its vectors differ a little, are stored under a name of their own,
+# and a change to or from it re-embeds every passage; its hybrid recall@10 on bench/retrieval.py
+# is 0.02-0.03 below torch's, README, Embedding runtimes, so it is a deployment's choice).
+EMBEDDING_MINILM_RUNTIME = env_str("EMBEDDING_MINILM_RUNTIME", "auto")
 # Where the ONNX export is kept (made by `manage.py embedding_export`, or on first use when
 # missing; a relative path is taken from the project folder).
 EMBEDDING_ONNX_DIR = BASE_DIR / env_str(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from corpora.embedding import MINILM_DIM, MINILM_NAME, MINILM_ONNX_NAME, MiniLMEmbedder, get_embedder
 from corpora.exceptions import EmbeddingUnavailable
@@ -262,16 +262,67 @@ def test_the_fp32_runtime_refuses_rather_than_falling_back(settings, tmp_path):
         get_embedder()
 
 
-def test_the_export_command_writes_the_fp32_model(settings, tmp_path, fp32_export):
-    # given a folder holding the float32 model already (copied from the session's export)
-    folder = tmp_path / "onnx"
+@pytest.mark.embedding
+def test_auto_runs_the_fp32_export(settings, fp32_export):
+    # given the default runtime and a folder holding the float32 export
+    settings.EMBEDDING_BACKEND = "minilm"
+    settings.EMBEDDING_MINILM_RUNTIME = "auto"
+    settings.EMBEDDING_ONNX_DIR = fp32_export[0]
+
+    embedder = get_embedder()
+
+    # then onnxruntime runs it, and its vectors are stored as torch's would be
+    assert isinstance(embedder, OnnxMiniLMEmbedder)
+    assert embedder.path == fp32_export[1]
+    assert embedder.name == MINILM_NAME
+    assert embedder.embed_documents(["cap on liability"]).shape == (1, MINILM_DIM)
+
+
+def _holding(folder: Path, *exports: Path) -> Path:
+    """`folder`, made, holding copies of the session's exports."""
     folder.mkdir()
-    (folder / fp32_export[1].name).write_bytes(fp32_export[1].read_bytes())
+    for export in exports:
+        (folder / export.name).write_bytes(export.read_bytes())
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("runtime", "arguments", "expected"),
+    [
+        ("auto", [], ["fp32"]),
+        ("onnx", [], ["int8"]),
+        ("torch", ["--precision", "fp32"], ["fp32"]),
+        ("auto", ["--precision", "all"], ["fp32", "int8"]),
+    ],
+)
+def test_the_export_command_finds_the_exports_the_runtime_needs(
+    settings, tmp_path, onnx_export, fp32_export, runtime, arguments, expected
+):
+    # given a folder holding both exports already (copied from the session's)
+    folder = _holding(tmp_path / "onnx", fp32_export[1], onnx_export[1])
     settings.EMBEDDING_ONNX_DIR = folder
+    settings.EMBEDDING_MINILM_RUNTIME = runtime
 
     out = StringIO()
-    call_command("embedding_export", "--precision", "fp32", stdout=out)
+    call_command("embedding_export", *arguments, stdout=out)
 
-    # then it is found there and not exported again
-    result = json.loads(out.getvalue())
-    assert (result["path"], result["exported"]) == (str(folder / fp32_export[1].name), False)
+    # then the one the runtime runs (or each one asked for) is found there, not exported again
+    files = {"fp32": fp32_export[1].name, "int8": onnx_export[1].name}
+    results = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [(r["precision"], r["path"], r["exported"]) for r in results] == [
+        (precision, str(folder / files[precision]), False) for precision in expected
+    ]
+
+
+def test_the_export_command_says_why_it_exported_nothing(settings, tmp_path):
+    (tmp_path / "taken").write_text("not a folder")
+    settings.EMBEDDING_ONNX_DIR = tmp_path / "taken" / "onnx"
+
+    out = StringIO()
+    call_command("embedding_export", "--if-available", stdout=out)
+    with pytest.raises(CommandError, match=r"^\[embedding_export_failed\]"):
+        call_command("embedding_export", stdout=StringIO())
+
+    [result] = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert result["precision"] == "fp32" and result["path"] is None and not result["exported"]
+    assert result["reason"]
