@@ -10,6 +10,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from corpora.embedding import onnx_precision
+from corpora.onnx_embedding import PRECISIONS, onnx_model_ensure
 
 from ._cli import dumps
 
@@ -29,18 +30,16 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--precision",
-            choices=("int8", "fp32", "all"),
+            choices=(*PRECISIONS, "all"),
             help="int8 (EMBEDDING_MINILM_RUNTIME=onnx), fp32 (auto, onnx-fp32) or all; "
             "default: the one EMBEDDING_MINILM_RUNTIME runs",
         )
 
     def handle(self, *args, **options) -> None:
         precision = options["precision"] or onnx_precision(settings.EMBEDDING_MINILM_RUNTIME)
-        for one in ("fp32", "int8") if precision == "all" else (precision,):
+        for one in PRECISIONS if precision == "all" else (precision,):
             started = time.perf_counter()
             try:
-                from corpora.onnx_embedding import onnx_model_ensure
-
                 path, exported = onnx_model_ensure(Path(settings.EMBEDDING_ONNX_DIR), one)
             except Exception as exc:  # no onnxruntime, an unwritable folder, a failed export
                 if not options["if_available"]:
