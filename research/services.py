@@ -44,7 +44,7 @@ from research.constants import (
     WARNING_BUDGET_EXHAUSTED,
     WARNING_DRAFT_MISSING,
 )
-from research.drafts import compose_from_findings
+from research.drafts import compose_from_findings, findings_set_aside
 from research.exceptions import (
     BreadthInvalid,
     DepthInvalid,
@@ -758,7 +758,10 @@ def report_finalize(
         status, warnings, error_text, draft = _final_state(report, outcome, draft, budget, error)
         rendered = _render(report, draft)
         cited = {(c["passage_id"], c["quote"]) for c in rendered.citations}
-        uncited = [f for f in report.findings if (f["passage_id"], f["quote"]) not in cited]
+        aside = findings_set_aside(report.findings, report.engine_state)
+        uncited = [
+            f for f in report.findings if (f["passage_id"], f["quote"]) not in cited and f["id"] not in aside
+        ]
         if uncited:
             rendered = _render(report, _with_findings_section(draft, uncited))
         report = report_transition(
@@ -795,7 +798,9 @@ def _render(report: ResearchReport, draft: str):
 
 def _with_findings_section(draft: str, missing: list[dict[str, Any]]) -> str:
     """Every recorded finding reaches the report: those the draft does not cite (a run resumed
-    after a crash, a model that left some out) are listed after it, each cited to its quote."""
+    after a crash, a model that left some out) are listed after it, each cited to its quote.
+    Findings the sweep's judge overruled (research.drafts.findings_set_aside) are not: the
+    report's Gaps name their documents, and they stay recorded with the run."""
     lines = [draft.rstrip(), "", "## Additional findings", ""]
     lines += [f'- <cite findings="{f["id"]}">{" ".join(f["claim"].split())}</cite>' for f in missing]
     return "\n".join(lines) + "\n"

@@ -20,7 +20,7 @@ from pydantic_ai import Agent, UsageLimits
 from pydantic_ai.exceptions import UnexpectedModelBehavior
 
 from research.constants import DepthPreset
-from research.drafts import compose_from_findings, plan_questions_summary
+from research.drafts import compose_from_findings, findings_set_aside, plan_questions_summary
 from research.engine.budget import BudgetGate
 from research.engine.critic import CriticDeps, Critique, critic_agent, critic_prompt_data
 from research.engine.intent import is_collection_question, strategy_for
@@ -337,12 +337,20 @@ class Orchestration:
             return None
 
     # --- Write and review -----------------------------------------------------------------------
+    def _citable(self) -> list[dict[str, Any]]:
+        """The findings a draft may cite: all but those the sweep's judge overruled."""
+        aside = findings_set_aside(self.store.findings, self.state)
+        return [f for f in self.store.findings if f["id"] not in aside]
+
     async def _write(self, *, brief: bool = False, note: str = "") -> str:
-        findings = list(self.store.findings)
-        documents = {f["document_id"] for f in findings}
+        recorded = list(self.store.findings)
+        findings = self._citable()
+        documents = {f["document_id"] for f in recorded}
         documents |= {int(d) for e in (self.state.get("sweep") or {}).values() for d in e.get("judged", [])}
         titles = await self.store.document_titles(sorted(documents))
-        questions = plan_questions_summary(plan=self.plan, engine_state=self.state, titles=titles)
+        questions = plan_questions_summary(
+            plan=self.plan, engine_state=self.state, titles=titles, findings=recorded
+        )
         await self._progress("writing", checkpoint=True)
         prompt = request_prompt(
             prompt=self.prompt,
@@ -364,7 +372,7 @@ class Orchestration:
                 title=self.title,
                 plan=self.plan,
                 engine_state=self.state,
-                findings=findings,
+                findings=recorded,
                 titles=titles,
                 note=EXTRACTIVE_NOTE,
             )
@@ -376,7 +384,7 @@ class Orchestration:
         while self.state.get("critic_rounds", 0) < rounds:
             round_number = self.state.get("critic_rounds", 0) + 1
             await self._progress("reviewing", round=round_number, rounds=rounds)
-            findings = list(self.store.findings)
+            findings = self._citable()
             data = critic_prompt_data(
                 draft=draft,
                 rubric=self.rubric,
@@ -414,11 +422,11 @@ class Orchestration:
                     )
                     for g in critique.gaps[: self.breadth]
                 ]
-                before = len(self.store.findings)
+                before = len(self._citable())
                 await self._research(
                     directions, level=self.preset.depth + round_number, levels=self.preset.depth + rounds
                 )
-                if len(self.store.findings) == before and not critique.uncited_findings:
+                if len(self._citable()) == before and not critique.uncited_findings:
                     break  # nothing new to write from
             note = ""
             if critique.uncited_findings:

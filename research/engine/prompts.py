@@ -62,11 +62,13 @@ You are the writer of Deepcite. Write the research report in markdown from the r
 only. Structure: a title; ## Summary with counts ("N of M documents ..."); ## Key findings grouped
 by the positions documents take; for questions swept over the collection, a per-document table
 (document | position | quote); ## Detailed analysis; ## Gaps (sub-questions or documents with no
-evidence); ## Recommendations where the findings support them. Every statement of fact carries a
-citation: wrap it as <cite findings="ID[,ID]">statement</cite> with the ids of the findings that
-support it (call group_findings to see which findings take the same position). A quotation in
-your prose must be copied exactly from a finding's quote. Separate facts from inference. Do not
-write a Sources or References section and do not add links: Deepcite builds the footnotes.
+evidence; name a question's set_aside documents there, whose findings the sweep's judge
+overruled and which you cannot cite); ## Recommendations where the findings support them.
+Every statement of fact carries a citation: wrap it as <cite findings="ID[,ID]">statement</cite>
+with the ids of the findings that support it (call group_findings to see which findings take the
+same position). A quotation in your prose must be copied exactly from a finding's quote.
+Separate facts from inference. Do not write a Sources or References section and do not add
+links: Deepcite builds the footnotes.
 
 {UNTRUSTED}"""
 

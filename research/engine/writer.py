@@ -102,6 +102,7 @@ def writer_prompt_data(
                 "documents_examined": q.documents_examined,
                 "not_addressing": list(q.not_addressing),
                 "addressing": list(q.addressing),
+                "set_aside": list(q.set_aside),
             }
             for q in questions
         ],
@@ -134,6 +135,7 @@ def offline_writer() -> FunctionModel:
                 documents_examined=q["documents_examined"],
                 not_addressing=q["not_addressing"],
                 addressing=q.get("addressing", []),
+                set_aside=q.get("set_aside", []),
             )
             for q in data.get("questions", [])
         ]

@@ -8,6 +8,7 @@ from research.drafts import (
     QuestionSummary,
     compose_from_findings,
     compose_report,
+    findings_set_aside,
     plan_questions_summary,
     positions_by_words,
 )
@@ -278,19 +279,69 @@ def test_the_same_words_in_several_documents_are_one_key_findings_line_citing_ea
 
 
 def test_plan_questions_summary_counts_what_the_sweep_judged():
+    # given a researcher's findings for the question in documents 1 (addressing) and 2 (not)
+    findings = [
+        _finding(1, "a", document_id=1, origin="researcher"),
+        _finding(2, "b", document_id=2, origin="researcher"),
+    ]
+
     # when
     questions = plan_questions_summary(
         plan=[{"question": "q", "sweep": True}],
         engine_state={"sweep": {"0": {"judged": [1, 2, 3], "addressing": [1]}}},
         titles={1: "A", 2: "B", 3: "C"},
+        findings=findings,
     )
 
     # then
     assert questions == [
         QuestionSummary(
-            index=0, question="q", swept=True, documents_examined=3, not_addressing=["B", "C"], addressing=[1]
+            index=0,
+            question="q",
+            swept=True,
+            documents_examined=3,
+            not_addressing=["B", "C"],
+            addressing=[1],
+            set_aside=["B"],
         )
     ]
+
+
+def test_findings_the_sweeps_judge_overruled_are_set_aside_per_question():
+    # given a sweep of question 0 that judged documents 1-3 and found 1 addressing it, as kept
+    # in a checkpoint (ids as strings too)
+    state = {"sweep": {"0": {"judged": ["1", 2, 3], "addressing": ["1"]}}}
+    findings = [
+        _finding(1, "addressing", document_id=1, origin="researcher"),
+        _finding(2, "turned down", document_id=2, origin="researcher"),
+        _finding(3, "turned down, follow-up", document_id=3, origin="follow-up"),
+        _finding(4, "never judged", document_id=4, origin="researcher"),
+        _finding(5, "another question", document_id=2, question=1, origin="researcher"),
+        _finding(6, "no question", document_id=2, question=None, origin="researcher"),
+    ]
+
+    # then only the findings for question 0 in the documents judged not to address it
+    assert findings_set_aside(findings, state) == {2, 3}
+    assert findings_set_aside(findings, {}) == set()
+
+
+def test_compose_from_findings_leaves_out_what_the_judge_overruled_and_says_so():
+    # given a researcher's finding in Zeta NDA, which the sweep judged not to address the question
+    findings = [*_quote_findings(), _finding(9, "Zeta keeps copies", document_id=6, origin="researcher")]
+
+    # when
+    draft = compose_from_findings(
+        title="NDA review", plan=PLAN, engine_state=STATE, findings=findings, titles=TITLES, note="Cut short."
+    )
+
+    # then it is not cited, and Gaps names its document twice: not addressing, and set aside
+    assert 'findings="9"' not in draft
+    assert "Zeta keeps copies" not in draft
+    assert f"- {RETURN_QUESTION}: in 1 of the 6 documents examined, {NOT_JUDGED}: *Zeta NDA*." in draft
+    assert (
+        f"- {RETURN_QUESTION}: what the researchers quoted from 1 document judged not to address it is "
+        "set aside, not cited: *Zeta NDA*."
+    ) in draft
 
 
 def test_plan_questions_summary_keeps_plan_indices_and_names_untitled_documents():
@@ -303,7 +354,7 @@ def test_plan_questions_summary_keeps_plan_indices_and_names_untitled_documents(
 
     # then
     assert questions == [
-        QuestionSummary(index=0, question="first", not_addressing=[], addressing=[]),
+        QuestionSummary(index=0, question="first", not_addressing=[], addressing=[], set_aside=[]),
         QuestionSummary(
             index=3,
             question="third",
@@ -311,6 +362,7 @@ def test_plan_questions_summary_keeps_plan_indices_and_names_untitled_documents(
             documents_examined=2,
             not_addressing=["Document 7", "A"],
             addressing=[],
+            set_aside=[],
         ),
     ]
 

@@ -56,3 +56,26 @@ def test_weak_evidence_does_not_address_the_question():
 
     # then
     assert verdict == {"question": 0, "addresses": False}
+
+
+def test_the_dense_share_tips_a_borderline_document():
+    # given a document whose BM25 share (7/8) and feedback similarity (0.55) average 0.71
+    borderline = {"best_scores_in_scope": {"lexical": 8.0, "dense": 0.6}, "feedback_similarity": 0.55}
+    near = _item(passages=[PASSAGES[0] | {"lexical_score": 7.0, "dense_score": 0.6}], **borderline)
+    far = _item(passages=[PASSAGES[0] | {"lexical_score": 7.0, "dense_score": 0.3}], **borderline)
+
+    # then its passage's vector as close to the question as the best in scope keeps it (0.76),
+    # half as close turns it down (0.68 < 0.70)
+    assert decide(near)["addresses"] is True
+    assert decide(far) == {"question": 0, "addresses": False}
+
+
+def test_a_document_without_vectors_is_judged_on_the_other_two_signals():
+    # given a document still being embedded (its passages have no dense score) in a scope that has them
+    item = _item(
+        passages=[PASSAGES[0] | {"lexical_score": 7.0, "dense_score": None}], feedback_similarity=0.55
+    )
+
+    # then the BM25 share and the feedback similarity alone decide: (7/8 + 0.55) / 2 = 0.71
+    assert decide(item)["addresses"] is True
+    assert decide(item | {"feedback_similarity": 0.5})["addresses"] is False  # 0.69

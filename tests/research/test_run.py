@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from conversations.models import MessageRole
 from conversations.services import chat_message_append, conversation_create
-from corpora.models import Passage
+from corpora.models import Document, Passage
 from notifications.models import Notification, NotificationKind
 from research.constants import DEPTH_PRESETS
 from research.engine.critic import critic_agent
@@ -595,6 +595,51 @@ def test_a_question_about_the_collection_sweeps_every_candidate_document(user, c
     gaps = stored.content.split("## Gaps", 1)[1]
     assert "in 7 of the 12 documents examined, no passage was judged to address it" in gaps
     assert stored.progress["documents_swept"] == stored.progress["documents_total"] == 12
+    assert_closed_citation_graph(stored)
+
+
+def test_a_researchers_finding_in_a_document_the_judge_turns_down_is_kept_but_not_cited(user, corpus):
+    # given twelve agreements, five of which require insurance, and a researcher that quotes a
+    # payment clause of an agreement without insurance for the insurance question
+    documents = _contracts(corpus, 12, insured=5)
+    report = report_start(user=user, corpus=corpus, prompt="Which of these agreements require insurance?")
+
+    def search(returns):
+        return [call("search_passages", "s", query="payment of invoices by wire transfer", mode="lexical")]
+
+    def record(returns):
+        hit = next(r for r in returns["s"]["results"] if "Payment of invoices" in r["text"])
+        return [
+            call(
+                "record_finding",
+                "f",
+                claim="Invoices are paid by wire.",
+                quote=hit["text"][:70],
+                passage_ids=[hit["passage_id"]],
+            )
+        ]
+
+    # when the run executes (the judge, writer and critic are the offline minds)
+    with researcher_agent.override(model=scripted(search, record, _finish)):
+        report_run(report_id=report.pk)
+
+    # then the judge read that agreement and turned it down: the finding stays with the run,
+    # the report does not cite it and says it was set aside
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.status == ReportStatus.COMPLETED
+    researched = next(f for f in stored.findings if f.get("origin") != "sweep")
+    assert researched["document_id"] in documents[5:]
+    sweep = stored.engine_state["sweep"]["0"]
+    assert researched["document_id"] in sweep["judged"]
+    assert researched["document_id"] not in sweep["addressing"]
+    cited = {c["document_id"] for c in stored.citations}
+    assert cited == set(documents[:5])
+    assert f'findings="{researched["id"]}"' not in stored.content
+    gaps = stored.content.split("## Gaps", 1)[1]
+    title = Document.objects.get(pk=researched["document_id"]).title
+    set_aside = "what the researchers quoted from 1 document judged not to address it is set aside"
+    assert f"{set_aside}, not cited: *{title}*" in gaps
+    assert "in 7 of the 12 documents examined, no passage was judged to address it" in gaps
     assert_closed_citation_graph(stored)
 
 
