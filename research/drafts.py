@@ -334,23 +334,21 @@ def plan_questions_summary(
 
 def findings_set_aside(findings: Sequence[Mapping[str, Any]], engine_state: Mapping[str, Any]) -> set[int]:
     """Ids of the findings a report does not cite: those a researcher recorded for a swept
-    sub-question in a document the sweep's judge, reading that document's own best passages for
-    it, found not to address it. The judge is the authority on each document it read; the
-    findings stay recorded with the run. Measured (bench/quality.py, standard, offline): such
-    findings were right about their document 8 times in 25 on CUAD rooms, 4 in 13 on its
-    held-out categories and 1 in 2 on ContractNLI; citing them would hold CUAD rooms at 0.673 /
-    0.687 (document recall / precision) and the held-out categories at 0.594 / 0.501, against
-    0.648 / 0.705 and 0.566 / 0.534 with them set aside."""
+    sub-question quoting a passage the sweep's judge read of that document (its best passages
+    for the question) before finding that the document does not address it. The judge is the
+    authority on what it read; a quote from elsewhere in the document, which it did not see,
+    stands. The findings stay recorded with the run. Measured (bench/quality.py, standard,
+    offline): findings the judge had read and turned down were right about their document 3
+    times in 16 on CUAD rooms and 2 in 11 on its held-out categories; those it had not read, 6 in
+    12 and 1 in 4."""
     sweep = engine_state.get("sweep") or {}
-    verdicts = {
-        key: ({int(d) for d in entry.get("judged", [])}, {int(d) for d in entry.get("addressing", [])})
-        for key, entry in sweep.items()
-        if isinstance(entry, Mapping)
+    read: dict[str, Mapping[str, Any]] = {
+        key: entry.get("turned_down") or {} for key, entry in sweep.items() if isinstance(entry, Mapping)
     }
     aside = set()
     for finding in findings:
-        judged, addressing = verdicts.get(str(finding.get("question")), (set(), set()))
-        if finding["document_id"] in judged and finding["document_id"] not in addressing:
+        shown = read.get(str(finding.get("question")), {}).get(str(finding["document_id"])) or ()
+        if finding["passage_id"] in shown:
             aside.add(finding["id"])
     return aside
 

@@ -24,7 +24,13 @@ from research.drafts import compose_from_findings, findings_set_aside, plan_ques
 from research.engine.budget import BudgetGate
 from research.engine.critic import CriticDeps, Critique, critic_agent, critic_prompt_data
 from research.engine.intent import is_collection_question, strategy_for
-from research.engine.judge import DocumentVerdicts, JudgeDeps, judge_agent, judge_prompt_data
+from research.engine.judge import (
+    PASSAGES_SHOWN,
+    DocumentVerdicts,
+    JudgeDeps,
+    judge_agent,
+    judge_prompt_data,
+)
 from research.engine.minds import Minds, Role
 from research.engine.planner import Plan, PlannerDeps, planner_agent
 from research.engine.prompts import request_prompt
@@ -279,6 +285,15 @@ class Orchestration:
             verdicts = await _all(self._judge(e, questions) for e in evidence)
             items, owners = [], []
             for document, outcome in zip(evidence, verdicts, strict=True):
+                if outcome is not None:
+                    # The passages the judge read of each document it turned down: a finding
+                    # quoting one of them for that question is set aside (findings_set_aside).
+                    addressed = {v.question for v in outcome.verdicts if v.addresses}
+                    for position, index in enumerate(swept):
+                        if position not in addressed:
+                            entry = sweep.setdefault(str(index), {"judged": [], "addressing": []})
+                            shown = [p["passage_id"] for p in document.questions[position][:PASSAGES_SHOWN]]
+                            entry.setdefault("turned_down", {})[str(document.document_id)] = shown
                 for verdict in outcome.verdicts if outcome else []:
                     if not verdict.addresses or verdict.passage_id is None:
                         continue

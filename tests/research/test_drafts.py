@@ -288,7 +288,9 @@ def test_plan_questions_summary_counts_what_the_sweep_judged():
     # when
     questions = plan_questions_summary(
         plan=[{"question": "q", "sweep": True}],
-        engine_state={"sweep": {"0": {"judged": [1, 2, 3], "addressing": [1]}}},
+        engine_state={
+            "sweep": {"0": {"judged": [1, 2, 3], "addressing": [1], "turned_down": {"2": [12], "3": [13]}}}
+        },
         titles={1: "A", 2: "B", 3: "C"},
         findings=findings,
     )
@@ -307,31 +309,37 @@ def test_plan_questions_summary_counts_what_the_sweep_judged():
     ]
 
 
-def test_findings_the_sweeps_judge_overruled_are_set_aside_per_question():
-    # given a sweep of question 0 that judged documents 1-3 and found 1 addressing it, as kept
-    # in a checkpoint (ids as strings too)
-    state = {"sweep": {"0": {"judged": ["1", 2, 3], "addressing": ["1"]}}}
+def test_findings_the_sweeps_judge_read_and_overruled_are_set_aside_per_question():
+    # given a sweep of question 0 that turned down documents 2 and 3 after reading passages
+    # 12, 30 and 13 of them (as kept in a checkpoint: keys are strings)
+    state = {
+        "sweep": {"0": {"judged": [1, 2, 3], "addressing": [1], "turned_down": {"2": [12, 30], "3": [13]}}}
+    }
     findings = [
         _finding(1, "addressing", document_id=1, origin="researcher"),
         _finding(2, "turned down", document_id=2, origin="researcher"),
         _finding(3, "turned down, follow-up", document_id=3, origin="follow-up"),
         _finding(4, "never judged", document_id=4, origin="researcher"),
-        _finding(5, "another question", document_id=2, question=1, origin="researcher"),
-        _finding(6, "no question", document_id=2, question=None, origin="researcher"),
+        _finding(5, "another question", document_id=2, question=1, origin="researcher", passage_id=12),
+        _finding(6, "no question", document_id=2, question=None, origin="researcher", passage_id=12),
+        _finding(7, "a passage the judge did not read", document_id=2, origin="researcher", passage_id=99),
     ]
 
-    # then only the findings for question 0 in the documents judged not to address it
+    # then only the findings for question 0 quoting a passage the judge read and turned down
     assert findings_set_aside(findings, state) == {2, 3}
     assert findings_set_aside(findings, {}) == set()
+    assert findings_set_aside(findings, {"sweep": {"0": {"judged": [2], "addressing": []}}}) == set()
 
 
 def test_compose_from_findings_leaves_out_what_the_judge_overruled_and_says_so():
-    # given a researcher's finding in Zeta NDA, which the sweep judged not to address the question
+    # given a researcher's finding in Zeta NDA, whose passage the sweep's judge read before
+    # finding that the document does not address the question
     findings = [*_quote_findings(), _finding(9, "Zeta keeps copies", document_id=6, origin="researcher")]
+    state = {"sweep": {"0": {**STATE["sweep"]["0"], "turned_down": {"6": [19, 40]}}}}
 
     # when
     draft = compose_from_findings(
-        title="NDA review", plan=PLAN, engine_state=STATE, findings=findings, titles=TITLES, note="Cut short."
+        title="NDA review", plan=PLAN, engine_state=state, findings=findings, titles=TITLES, note="Cut short."
     )
 
     # then it is not cited, and Gaps names its document twice: not addressing, and set aside

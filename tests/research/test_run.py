@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from conversations.models import MessageRole
 from conversations.services import chat_message_append, conversation_create
-from corpora.models import Document, Passage
+from corpora.models import Passage
 from notifications.models import Notification, NotificationKind
 from research.constants import DEPTH_PRESETS
 from research.engine.critic import critic_agent
@@ -598,48 +598,84 @@ def test_a_question_about_the_collection_sweeps_every_candidate_document(user, c
     assert_closed_citation_graph(stored)
 
 
-def test_a_researchers_finding_in_a_document_the_judge_turns_down_is_kept_but_not_cited(user, corpus):
-    # given twelve agreements, five of which require insurance, and a researcher that quotes a
-    # payment clause of an agreement without insurance for the insurance question
+def test_a_researchers_finding_on_a_passage_the_judge_read_and_turned_down_is_kept_but_not_cited(
+    user, corpus
+):
+    # given twelve agreements, five of which require insurance, one more that mentions insurance
+    # without requiring it, and a researcher that quotes that mention and a payment clause
     documents = _contracts(corpus, 12, insured=5)
+    waiver = "Neither party is required to carry insurance of any kind under this agreement."
+    waived = ingest_text(corpus, "agreement-12.txt", f"Agreement 12.\n\n{waiver}\n").document.pk
     report = report_start(user=user, corpus=corpus, prompt="Which of these agreements require insurance?")
 
     def search(returns):
-        return [call("search_passages", "s", query="payment of invoices by wire transfer", mode="lexical")]
+        return [
+            call("search_passages", "s1", query="carry insurance of any kind", mode="lexical"),
+            call("search_passages", "s2", query="payment of invoices by wire transfer", mode="lexical"),
+        ]
 
     def record(returns):
-        hit = next(r for r in returns["s"]["results"] if "Payment of invoices" in r["text"])
+        hits = [*returns["s1"]["results"], *returns["s2"]["results"]]
+        mention = next(r for r in hits if waiver in r["text"])
+        payment = next(r for r in hits if "Payment of invoices" in r["text"])
         return [
             call(
                 "record_finding",
-                "f",
+                "f1",
+                claim="No insurance is required.",
+                quote=waiver,
+                passage_ids=[mention["passage_id"]],
+            ),
+            call(
+                "record_finding",
+                "f2",
                 claim="Invoices are paid by wire.",
-                quote=hit["text"][:70],
-                passage_ids=[hit["passage_id"]],
-            )
+                quote=payment["text"][:70],
+                passage_ids=[payment["passage_id"]],
+            ),
         ]
 
-    # when the run executes (the judge, writer and critic are the offline minds)
-    with researcher_agent.override(model=scripted(search, record, _finish)):
+    def judge(messages, info):
+        # addresses the question only where a passage it is shown requires insurance
+        from pydantic_ai.messages import ModelResponse
+
+        from research.engine.prompts import read_data
+
+        verdicts = []
+        for item in read_data(messages)["questions"]:
+            shown = [p for p in item["passages"] if "shall maintain" in p["text"]]
+            verdict = {"question": item["index"], "addresses": bool(shown)}
+            if shown:
+                sentence = shown[0]["text"].split("\n")[-1]
+                verdict |= {"passage_id": shown[0]["passage_id"], "quote": sentence, "claim": sentence}
+            verdicts.append(verdict)
+        return ModelResponse(parts=[call("submit_verdicts", "v", verdicts=verdicts)])
+
+    from pydantic_ai.models.function import FunctionModel
+
+    # when the run executes
+    with (
+        researcher_agent.override(model=scripted(search, record, _finish)),
+        judge_agent.override(model=FunctionModel(judge)),
+    ):
         report_run(report_id=report.pk)
 
-    # then the judge read that agreement and turned it down: the finding stays with the run,
-    # the report does not cite it and says it was set aside
+    # then the judge read the waiver and turned its agreement down: that finding stays with the
+    # run, the report does not cite it and names its agreement in Gaps; the payment clause, a
+    # passage the judge never read, is still cited
     stored = ResearchReport.objects.get(pk=report.pk)
     assert stored.status == ReportStatus.COMPLETED
-    researched = next(f for f in stored.findings if f.get("origin") != "sweep")
-    assert researched["document_id"] in documents[5:]
+    mention, payment = [f for f in stored.findings if f.get("origin") != "sweep"]
+    assert mention["document_id"] == waived and payment["document_id"] in documents[5:]
     sweep = stored.engine_state["sweep"]["0"]
-    assert researched["document_id"] in sweep["judged"]
-    assert researched["document_id"] not in sweep["addressing"]
+    assert waived in sweep["judged"] and waived not in sweep["addressing"]
+    assert mention["passage_id"] in sweep["turned_down"][str(waived)]
     cited = {c["document_id"] for c in stored.citations}
-    assert cited == set(documents[:5])
-    assert f'findings="{researched["id"]}"' not in stored.content
+    assert cited == {*documents[:5], payment["document_id"]}
+    assert f'findings="{mention["id"]}"' not in stored.content
     gaps = stored.content.split("## Gaps", 1)[1]
-    title = Document.objects.get(pk=researched["document_id"]).title
     set_aside = "what the researchers quoted from 1 document judged not to address it is set aside"
-    assert f"{set_aside}, not cited: *{title}*" in gaps
-    assert "in 7 of the 12 documents examined, no passage was judged to address it" in gaps
+    assert f"{set_aside}, not cited: *agreement-12*" in gaps
     assert_closed_citation_graph(stored)
 
 
