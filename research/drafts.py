@@ -32,8 +32,8 @@ class QuestionSummary:
     # Titles of documents judged not to address it, and ids of those judged to address it.
     not_addressing: Sequence[str] = ()
     addressing: Sequence[int] = ()
-    # Titles of documents judged not to address it in which a researcher had recorded findings
-    # for it: those findings are set aside (research.drafts.findings_set_aside), not cited.
+    # Titles of documents judged not to address it whose researchers' findings for it quote a
+    # passage the judge read: those findings are set aside (findings_set_aside), not cited.
     set_aside: Sequence[str] = ()
 
 

@@ -293,7 +293,8 @@ class Orchestration:
                         if position not in addressed:
                             entry = sweep.setdefault(str(index), {"judged": [], "addressing": []})
                             shown = [p["passage_id"] for p in document.questions[position][:PASSAGES_SHOWN]]
-                            entry.setdefault("turned_down", {})[str(document.document_id)] = shown
+                            if shown:
+                                entry.setdefault("turned_down", {})[str(document.document_id)] = shown
                 for verdict in outcome.verdicts if outcome else []:
                     if not verdict.addresses or verdict.passage_id is None:
                         continue
