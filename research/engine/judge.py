@@ -75,7 +75,11 @@ def _validate(ctx: RunContext[JudgeDeps], output: DocumentVerdicts) -> DocumentV
     """A verdict that addresses a question must name a passage shown for this document and a
     quote verbatim in it; anything else goes back to the model with what to correct."""
     evidence = ctx.deps.evidence
-    shown = {v["passage_id"]: v["text"] for per in evidence.questions for v in per}
+    shown = {
+        v["passage_id"]: v["text"]
+        for i, _ in enumerate(evidence.questions)
+        for v in shown_passages(evidence, i)
+    }
     problems = []
     kept: dict[int, Verdict] = {}
     for verdict in output.verdicts:
@@ -112,11 +116,18 @@ def judge_prompt_data(evidence: SweepEvidence, questions: list[str]) -> dict[str
                 "question": question,
                 "best_scores_in_scope": evidence.best[i],
                 "feedback_similarity": evidence.feedback[i] if i < len(evidence.feedback) else None,
-                "passages": evidence.questions[i][:PASSAGES_SHOWN],
+                "passages": shown_passages(evidence, i),
             }
             for i, question in enumerate(questions)
         ],
     }
+
+
+def shown_passages(evidence: SweepEvidence, index: int) -> list[dict[str, Any]]:
+    """What the judge reads of a document for question `index`: its PASSAGES_SHOWN best passages
+    and every passage a researcher quoted from it for that question."""
+    views = evidence.questions[index] if index < len(evidence.questions) else []
+    return [v for rank, v in enumerate(views) if rank < PASSAGES_SHOWN or v.get("quoted_by_researcher")]
 
 
 # --- The offline mind ----------------------------------------------------------------------------

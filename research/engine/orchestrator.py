@@ -25,11 +25,11 @@ from research.engine.budget import BudgetGate
 from research.engine.critic import CriticDeps, Critique, critic_agent, critic_prompt_data
 from research.engine.intent import is_collection_question, strategy_for
 from research.engine.judge import (
-    PASSAGES_SHOWN,
     DocumentVerdicts,
     JudgeDeps,
     judge_agent,
     judge_prompt_data,
+    shown_passages,
 )
 from research.engine.minds import Minds, Role
 from research.engine.planner import Plan, PlannerDeps, planner_agent
@@ -281,18 +281,20 @@ class Orchestration:
                 document_ids=batch,
                 per_document=PASSAGES_PER_DOCUMENT,
                 references=references,
+                quoted=self._quoted(swept),
             )
             verdicts = await _all(self._judge(e, questions) for e in evidence)
             items, owners = [], []
             for document, outcome in zip(evidence, verdicts, strict=True):
                 if outcome is not None:
-                    # The passages the judge read of each document it turned down: a finding
-                    # quoting one of them for that question is set aside (findings_set_aside).
+                    # The passages the judge read of each document it turned down (its best and
+                    # those the researchers quoted): a finding quoting one of them for that
+                    # question is set aside (findings_set_aside).
                     addressed = {v.question for v in outcome.verdicts if v.addresses}
                     for position, index in enumerate(swept):
                         if position not in addressed:
-                            entry = sweep.setdefault(str(index), {"judged": [], "addressing": []})
-                            shown = [p["passage_id"] for p in document.questions[position][:PASSAGES_SHOWN]]
+                            entry = _sweep_entry(sweep, index)
+                            shown = [p["passage_id"] for p in shown_passages(document, position)]
                             if shown:
                                 entry.setdefault("turned_down", {})[str(document.document_id)] = shown
                 for verdict in outcome.verdicts if outcome else []:
@@ -316,17 +318,17 @@ class Orchestration:
             fresh = [(item, owner) for item, owner in zip(items, owners, strict=True) if owner not in covered]
             for index, document in owners:
                 if (index, document) in covered:
-                    entry = sweep.setdefault(str(index), {"judged": [], "addressing": []})
+                    entry = _sweep_entry(sweep, index)
                     if document not in entry["addressing"]:
                         entry["addressing"].append(document)
             items, owners = [i for i, _ in fresh], [o for _, o in fresh]
             outcomes = await self.store.record_findings(items)
             for index in swept:
-                entry = sweep.setdefault(str(index), {"judged": [], "addressing": []})
+                entry = _sweep_entry(sweep, index)
                 entry["judged"] = [*entry["judged"], *batch]
             for (index, document), outcome in zip(owners, outcomes, strict=True):
                 if not isinstance(outcome, FindingRejected) or outcome.code == "finding_duplicate":
-                    entry = sweep[str(index)]
+                    entry = _sweep_entry(sweep, index)
                     if document not in entry["addressing"]:
                         entry["addressing"].append(document)
             await self._progress(
@@ -336,6 +338,17 @@ class Orchestration:
                 checkpoint=True,
             )
         self.state["sweep_done"] = True
+
+    def _quoted(self, swept: list[int]) -> dict[tuple[int, int], list[int]]:
+        """{(document, position in `swept`): passages the researchers quoted from it for that
+        question}: the judge reads them beside the document's best passages."""
+        positions = {index: position for position, index in enumerate(swept)}
+        quoted: dict[tuple[int, int], list[int]] = {}
+        for finding in self.store.findings:
+            position = positions.get(finding.get("question"))
+            if position is not None and finding.get("origin") != ORIGIN_SWEEP:
+                quoted.setdefault((finding["document_id"], position), []).append(finding["passage_id"])
+        return quoted
 
     async def _judge(self, evidence: SweepEvidence, questions: list[str]) -> DocumentVerdicts | None:
         prompt = request_prompt(
@@ -495,6 +508,12 @@ async def _all(coroutines: Any) -> list[Any]:
         await asyncio.gather(*pending, return_exceptions=True)
         raise failed.exception()
     return [t.result() for t in tasks]
+
+
+def _sweep_entry(sweep: dict[str, Any], index: int) -> dict[str, Any]:
+    """The checkpointed sweep record of plan question `index`: the documents judged for it, those
+    addressing it and, per document turned down, the passages its judge read."""
+    return sweep.setdefault(str(index), {"judged": [], "addressing": []})
 
 
 def _round_robin(groups: list[list[T]]) -> list[list[T]]:

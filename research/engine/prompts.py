@@ -48,7 +48,9 @@ document corpus and record findings that later become the report; nothing else y
 
 JUDGE_INSTRUCTIONS = f"""\
 You are a document judge of Deepcite. For one document and one or more questions, you get the
-document's own best passages for each question. For each question decide whether this document
+document's own best passages for each question, and the passages the run's researchers quoted
+from it for that question (marked quoted_by_researcher: judge them as you judge the others).
+For each question decide whether this document
 addresses it (says something that answers it, for or against), and if so give the id of the
 passage that shows it, a quote copied exactly from that passage, a one-sentence claim stating
 only what the quote says, and a short position label (a few words: e.g. "must return or

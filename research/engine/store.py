@@ -8,7 +8,7 @@ strings) and BudgetExhausted when the run's tool calls are spent."""
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
@@ -246,11 +246,17 @@ class RunStore:
         document_ids: Sequence[int],
         per_document: int,
         references: Sequence[Reference | None] = (),
+        quoted: Mapping[tuple[int, int], Sequence[int]] | None = None,
     ) -> list[SweepEvidence]:
         """Each document's own search for each question (one tool call per document, all in one
         write): the passages the document judge reads, which join the run's accumulator, and
-        its best sentence's similarity to each question's feedback reference."""
+        its best sentence's similarity to each question's feedback reference. `quoted` maps
+        (document, question index) to the passages the run's researchers quoted from that
+        document for that question: those the search did not rank follow its passages, unscored
+        and marked `quoted_by_researcher` (as are ranked ones a researcher quoted), so the judge
+        reads what the researchers took from the document as well as its best passages."""
         self.budget.take_tool_calls(len(document_ids))
+        quoted = quoted or {}
 
         def work() -> list[SweepEvidence]:
             started = perf_counter()
@@ -270,6 +276,7 @@ class RunStore:
                         )
                     found[document.document_id][index] = views
             feedback = _feedback(questions, found, references)
+            _add_quoted(found, quoted)
             ids = [view["passage_id"] for per in found.values() for views in per for view in views]
             calls = [
                 ToolCall(
@@ -475,6 +482,36 @@ def _ms(started: float) -> float:
 
 def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 4)
+
+
+def _add_quoted(
+    found: dict[int, list[list[dict[str, Any]]]], quoted: Mapping[tuple[int, int], Sequence[int]]
+) -> None:
+    """Marks the views of passages a researcher quoted and appends, unscored, those the
+    document's own search did not rank (one read for the batch)."""
+    wanted = {(d, i): ids for (d, i), ids in quoted.items() if d in found and ids}
+    if not wanted:
+        return
+    extra = {pid for (d, i), ids in wanted.items() for pid in ids}
+    passages = {
+        p.pk: p
+        for p in Passage.objects.filter(pk__in=extra, document_id__in={d for d, _ in wanted}).select_related(
+            "document"
+        )
+    }
+    for (document, index), ids in wanted.items():
+        views = found[document][index]
+        ranked = {view["passage_id"] for view in views}
+        for view in views:
+            if view["passage_id"] in ids:
+                view["quoted_by_researcher"] = True
+        for pid in dict.fromkeys(ids):
+            passage = passages.get(pid)
+            if pid not in ranked and passage is not None and passage.document_id == document:
+                views.append(
+                    passage_view(passage)
+                    | {"lexical_score": None, "dense_score": None, "quoted_by_researcher": True}
+                )
 
 
 def _first_stage(evidence: Any, best: Any) -> float:

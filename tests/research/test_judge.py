@@ -79,3 +79,28 @@ def test_a_document_without_vectors_is_judged_on_the_other_two_signals():
     # then the BM25 share and the feedback similarity alone decide: (7/8 + 0.55) / 2 = 0.71
     assert decide(item)["addresses"] is True
     assert decide(item | {"feedback_similarity": 0.5})["addresses"] is False  # 0.69
+
+
+def test_a_passage_a_researcher_quoted_is_read_but_adds_no_evidence_of_its_own():
+    # given a document whose ranked passage is weak, and the passage a researcher quoted from it
+    # (unscored: the document's own search did not rank it)
+    quoted = {
+        "passage_id": 2,
+        "document_id": 9,
+        "is_heading": False,
+        "lexical_score": None,
+        "dense_score": None,
+        "quoted_by_researcher": True,
+        "text": "Either Party may terminate this Agreement for convenience at any time.",
+    }
+    weak = [PASSAGES[0] | {"lexical_score": 2.0}, quoted]
+
+    # when
+    turned_down = decide(_item(passages=weak, feedback_similarity=0.5))
+    addressed = decide(_item(passages=[PASSAGES[0], quoted]))
+
+    # then the weak document stays turned down; a strong one may quote either passage verbatim
+    assert turned_down == {"question": 0, "addresses": False}
+    assert addressed["addresses"] is True
+    assert addressed["passage_id"] in {1, 2}
+    assert addressed["quote"] in {1: PASSAGES[0]["text"], 2: quoted["text"]}[addressed["passage_id"]]

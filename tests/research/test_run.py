@@ -598,7 +598,7 @@ def test_a_question_about_the_collection_sweeps_every_candidate_document(user, c
     assert_closed_citation_graph(stored)
 
 
-def test_a_researchers_finding_on_a_passage_the_judge_read_and_turned_down_is_kept_but_not_cited(
+def test_the_judge_reads_what_the_researchers_quoted_and_a_finding_it_turns_down_is_kept_but_not_cited(
     user, corpus
 ):
     # given twelve agreements, five of which require insurance, one more that mentions insurance
@@ -635,6 +635,8 @@ def test_a_researchers_finding_on_a_passage_the_judge_read_and_turned_down_is_ke
             ),
         ]
 
+    read = {}
+
     def judge(messages, info):
         # addresses the question only where a passage it is shown requires insurance
         from pydantic_ai.messages import ModelResponse
@@ -642,7 +644,9 @@ def test_a_researchers_finding_on_a_passage_the_judge_read_and_turned_down_is_ke
         from research.engine.prompts import read_data
 
         verdicts = []
-        for item in read_data(messages)["questions"]:
+        data = read_data(messages)
+        for item in data["questions"]:
+            read[data["document"]["document_id"]] = item["passages"]
             shown = [p for p in item["passages"] if "shall maintain" in p["text"]]
             verdict = {"question": item["index"], "addresses": bool(shown)}
             if shown:
@@ -660,22 +664,26 @@ def test_a_researchers_finding_on_a_passage_the_judge_read_and_turned_down_is_ke
     ):
         report_run(report_id=report.pk)
 
-    # then the judge read the waiver and turned its agreement down: that finding stays with the
-    # run, the report does not cite it and names its agreement in Gaps; the payment clause, a
-    # passage the judge never read, is still cited
+    # then the judge read both quoted passages beside each agreement's best ones, marked as the
+    # researchers', and turned both agreements down: the two findings stay with the run, the
+    # report cites neither and names both agreements in Gaps
     stored = ResearchReport.objects.get(pk=report.pk)
     assert stored.status == ReportStatus.COMPLETED
     mention, payment = [f for f in stored.findings if f.get("origin") != "sweep"]
     assert mention["document_id"] == waived and payment["document_id"] in documents[5:]
+    for finding in (mention, payment):
+        shown = {p["passage_id"]: p for p in read[finding["document_id"]]}
+        assert shown[finding["passage_id"]]["quoted_by_researcher"] is True
     sweep = stored.engine_state["sweep"]["0"]
-    assert waived in sweep["judged"] and waived not in sweep["addressing"]
+    assert {waived, payment["document_id"]} <= set(sweep["judged"]) - set(sweep["addressing"])
     assert mention["passage_id"] in sweep["turned_down"][str(waived)]
-    cited = {c["document_id"] for c in stored.citations}
-    assert cited == {*documents[:5], payment["document_id"]}
+    assert payment["passage_id"] in sweep["turned_down"][str(payment["document_id"])]
+    assert {c["document_id"] for c in stored.citations} == set(documents[:5])
     assert f'findings="{mention["id"]}"' not in stored.content
+    assert f'findings="{payment["id"]}"' not in stored.content
     gaps = stored.content.split("## Gaps", 1)[1]
-    set_aside = "what the researchers quoted from 1 document judged not to address it is set aside"
-    assert f"{set_aside}, not cited: *agreement-12*" in gaps
+    assert "what the researchers quoted from 2 documents judged not to address it is set aside" in gaps
+    assert "*agreement-12*" in gaps
     assert_closed_citation_graph(stored)
 
 
