@@ -104,3 +104,28 @@ def test_a_passage_a_researcher_quoted_is_read_but_adds_no_evidence_of_its_own()
     assert addressed["addresses"] is True
     assert addressed["passage_id"] in {1, 2}
     assert addressed["quote"] in {1: PASSAGES[0]["text"], 2: quoted["text"]}[addressed["passage_id"]]
+
+
+def test_the_quote_comes_from_the_passage_the_scopes_scores_rank_highest():
+    # given a document's two passages: one repeating the question's words in a recital, scored
+    # low, and the clause itself, scored high
+    recital = PASSAGES[0] | {
+        "passage_id": 3,
+        "lexical_score": 3.0,
+        "dense_score": 0.2,
+        "text": "The parties wish to agree when a party may terminate without cause, for convenience.",
+    }
+    clause = PASSAGES[0] | {
+        "passage_id": 4,
+        "lexical_score": 8.0,
+        "dense_score": 0.6,
+        "text": "Licensee may terminate this Agreement for convenience on thirty days notice.",
+    }
+
+    # when
+    verdict = decide(_item(passages=[recital, clause]))
+
+    # then the clause is quoted, though the recital shares more of the question's words
+    assert verdict["addresses"] is True
+    assert verdict["passage_id"] == 4
+    assert verdict["quote"] == clause["text"]
