@@ -8,8 +8,9 @@ the question's words (BM25) relative to the best passage anywhere in the scope, 
 best sentence comes to what the best documents say (research.engine.feedback), and, at a fifth
 of their weight, how close its best passage's vector comes to the question's relative to the
 closest in the scope; the quote is then the sentence that shares the most (and rarest) of the
-question's words in the passage those scores rank highest. bench/quality.py measured the weights and the threshold on CUAD rooms and
-ContractNLI. Without an embedding model the BM25 share alone decides."""
+question's words in the passage those scores rank highest. bench/quality.py measured the
+weights and the threshold on CUAD rooms and ContractNLI. Without an embedding model the BM25
+share alone decides."""
 
 from dataclasses import dataclass
 from typing import Any
