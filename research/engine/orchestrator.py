@@ -276,61 +276,10 @@ class Orchestration:
             if await self.store.cancel_pending():
                 raise RunCancelled
             batch = todo[start : start + SWEEP_BATCH]
-            evidence = await self.store.sweep_evidence(
-                questions=questions,
-                document_ids=batch,
-                per_document=PASSAGES_PER_DOCUMENT,
-                references=references,
-                quoted=self._quoted(swept),
-            )
-            verdicts = await _all(self._judge(e, questions) for e in evidence)
-            items, owners = [], []
-            for document, outcome in zip(evidence, verdicts, strict=True):
-                if outcome is not None:
-                    # The passages the judge read of each document it turned down (its best and
-                    # those the researchers quoted): a finding quoting one of them for that
-                    # question is set aside (findings_set_aside).
-                    addressed = {v.question for v in outcome.verdicts if v.addresses}
-                    for position, index in enumerate(swept):
-                        if position not in addressed:
-                            entry = _sweep_entry(sweep, index)
-                            shown = [p["passage_id"] for p in shown_passages(document, position)]
-                            if shown:
-                                entry.setdefault("turned_down", {})[str(document.document_id)] = shown
-                for verdict in outcome.verdicts if outcome else []:
-                    if not verdict.addresses or verdict.passage_id is None:
-                        continue
-                    index = swept[verdict.question]
-                    items.append(
-                        FindingInput(
-                            claim=verdict.claim or verdict.quote or "",
-                            quote=verdict.quote or "",
-                            passage_ids=[verdict.passage_id],
-                            section=self.plan[index]["question"],
-                            question=index,
-                            position=verdict.position,
-                            origin=ORIGIN_SWEEP,
-                        )
-                    )
-                    owners.append((index, document.document_id))
-            # A document a researcher already quoted for the question addresses it: no second finding.
-            covered = {(f.get("question"), f["document_id"]) for f in self.store.findings}
-            fresh = [(item, owner) for item, owner in zip(items, owners, strict=True) if owner not in covered]
-            for index, document in owners:
-                if (index, document) in covered:
-                    entry = _sweep_entry(sweep, index)
-                    if document not in entry["addressing"]:
-                        entry["addressing"].append(document)
-            items, owners = [i for i, _ in fresh], [o for _, o in fresh]
-            outcomes = await self.store.record_findings(items)
+            await self._judge_documents(batch, swept, references)
             for index in swept:
                 entry = _sweep_entry(sweep, index)
                 entry["judged"] = [*entry["judged"], *batch]
-            for (index, document), outcome in zip(owners, outcomes, strict=True):
-                if not isinstance(outcome, FindingRejected) or outcome.code == "finding_duplicate":
-                    entry = _sweep_entry(sweep, index)
-                    if document not in entry["addressing"]:
-                        entry["addressing"].append(document)
             await self._progress(
                 "sweeping",
                 documents_swept=len(judged) + start + len(batch),
@@ -338,6 +287,120 @@ class Orchestration:
                 checkpoint=True,
             )
         self.state["sweep_done"] = True
+
+    async def _judge_documents(
+        self,
+        documents: list[int],
+        swept: list[int],
+        references: list[Any],
+        *,
+        turned_down_only: bool = False,
+    ) -> None:
+        """Judges `documents` on the swept questions and records each outcome in the sweep's
+        checkpoint: a document addressing a question is among those addressing it, with a
+        finding unless a researcher already quoted it for that question; one turned down keeps
+        the passages the judge read of it (a finding quoting one of them is set aside,
+        findings_set_aside). With `turned_down_only`, only the questions a document was turned
+        down for are settled again (a second reading, after researchers quoted more of it)."""
+        sweep = self.state.setdefault("sweep", {})
+        questions = [self.plan[i]["question"] for i in swept]
+        evidence = await self.store.sweep_evidence(
+            questions=questions,
+            document_ids=documents,
+            per_document=PASSAGES_PER_DOCUMENT,
+            references=references,
+            quoted=self._quoted(swept),
+        )
+        verdicts = await _all(self._judge(e, questions) for e in evidence)
+        items, owners = [], []
+        for document, outcome in zip(evidence, verdicts, strict=True):
+            if outcome is None:
+                continue
+            key = str(document.document_id)
+            settled = {
+                position
+                for position, index in enumerate(swept)
+                if not turned_down_only or key in (_sweep_entry(sweep, index).get("turned_down") or {})
+            }
+            addressed = {
+                v.question for v in outcome.verdicts if v.addresses and v.passage_id is not None
+            } & settled
+            for position in settled:
+                entry = _sweep_entry(sweep, swept[position])
+                if position in addressed:
+                    (entry.get("turned_down") or {}).pop(key, None)
+                    continue
+                shown = [p["passage_id"] for p in shown_passages(document, position)]
+                if shown:
+                    entry.setdefault("turned_down", {})[key] = shown
+            for verdict in outcome.verdicts:
+                if verdict.question not in addressed:
+                    continue
+                index = swept[verdict.question]
+                items.append(
+                    FindingInput(
+                        claim=verdict.claim or verdict.quote or "",
+                        quote=verdict.quote or "",
+                        passage_ids=[verdict.passage_id],
+                        section=self.plan[index]["question"],
+                        question=index,
+                        position=verdict.position,
+                        origin=ORIGIN_SWEEP,
+                    )
+                )
+                owners.append((index, document.document_id))
+        # A document a researcher already quoted for the question addresses it: no second finding.
+        covered = {(f.get("question"), f["document_id"]) for f in self.store.findings}
+        fresh = [(item, owner) for item, owner in zip(items, owners, strict=True) if owner not in covered]
+        for index, document in owners:
+            if (index, document) in covered:
+                entry = _sweep_entry(sweep, index)
+                if document not in entry["addressing"]:
+                    entry["addressing"].append(document)
+        items, owners = [i for i, _ in fresh], [o for _, o in fresh]
+        outcomes = await self.store.record_findings(items)
+        for (index, document), outcome in zip(owners, outcomes, strict=True):
+            if not isinstance(outcome, FindingRejected) or outcome.code == "finding_duplicate":
+                entry = _sweep_entry(sweep, index)
+                if document not in entry["addressing"]:
+                    entry["addressing"].append(document)
+
+    async def _read_new_quotes(self) -> None:
+        """Before a draft: a document the sweep turned down for a question, from which a
+        researcher has since quoted a passage the judge has not read (a follow-up's, a critic
+        gap's), is judged again with that passage in view. Skipped, with a warning, when the
+        budget cannot pay for it."""
+        swept = [i for i, step in enumerate(self.plan) if step.get("sweep")]
+        sweep = self.state.get("sweep") or {}
+        unread = set()
+        for finding in self.store.findings:
+            turned_down = (sweep.get(str(finding.get("question"))) or {}).get("turned_down") or {}
+            read = turned_down.get(str(finding["document_id"]))
+            if (
+                finding.get("origin") != ORIGIN_SWEEP
+                and read is not None
+                and finding["passage_id"] not in read
+            ):
+                unread.add(finding["document_id"])
+        if not swept or not unread:
+            return
+        documents = sorted(unread)
+        questions = [self.plan[i]["question"] for i in swept]
+        budget = self.store.budget
+        if budget.tool_calls_left() < len(questions) + len(documents) or budget.steps_left() < len(documents):
+            self.warnings.append("second_reading_skipped:budget")
+            return
+        references = await self.store.sweep_references(
+            questions=questions,
+            document_ids=self.state.get("sweep_candidates") or documents,
+            per_document=PASSAGES_PER_DOCUMENT,
+        )
+        for start in range(0, len(documents), SWEEP_BATCH):
+            if await self.store.cancel_pending():
+                raise RunCancelled
+            await self._judge_documents(
+                documents[start : start + SWEEP_BATCH], swept, references, turned_down_only=True
+            )
 
     def _quoted(self, swept: list[int]) -> dict[tuple[int, int], list[int]]:
         """{(document, position in `swept`): passages the researchers quoted from it for that
@@ -372,6 +435,7 @@ class Orchestration:
         return [f for f in self.store.findings if f["id"] not in aside]
 
     async def _write(self, *, brief: bool = False, note: str = "") -> str:
+        await self._read_new_quotes()
         recorded = list(self.store.findings)
         findings = self._citable()
         documents = {f["document_id"] for f in recorded}

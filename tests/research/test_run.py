@@ -19,7 +19,7 @@ from research.models import ReportStatus, ResearchReport
 from research.services import report_cancel, report_mark_running, report_start
 from tests.factories import ingest_text
 from tests.research.checks import assert_closed_citation_graph
-from tests.research.scripts import call, first_result, scripted
+from tests.research.scripts import call, first_result, scripted, tool_returns
 
 LIABILITY_SENTENCE = (
     "In no event shall either party be liable for any indirect, incidental or consequential damages."
@@ -684,6 +684,88 @@ def test_the_judge_reads_what_the_researchers_quoted_and_a_finding_it_turns_down
     gaps = stored.content.split("## Gaps", 1)[1]
     assert "what the researchers quoted from 2 documents judged not to address it is set aside" in gaps
     assert "*agreement-12*" in gaps
+    assert_closed_citation_graph(stored)
+
+
+def _filler(topic: str, words: int = 110) -> str:
+    return " ".join(f"{topic}{i % 7}" for i in range(words))
+
+
+def test_a_follow_ups_quote_from_a_turned_down_document_is_read_by_the_judge_before_the_draft(user, corpus):
+    # given five insuring agreements and one whose best passages for the question only mention
+    # insurance, its cover clause in a later passage that does not say "insurance"
+    from pydantic_ai.messages import ModelRequest, ModelResponse, UserPromptPart
+    from pydantic_ai.models.function import FunctionModel
+
+    from research.engine.prompts import read_data
+
+    documents = _contracts(corpus, 8, insured=5)
+    clause = "The Supplier shall maintain cover with a reputable underwriter for the whole term."
+    paragraphs = [f"Insurance note {n}: {_filler('memo')}" for n in range(4)]
+    text = "\n\n".join(["Agreement 99.", *paragraphs, f"{clause} {_filler('terms')}"])
+    late = ingest_text(corpus, "agreement-99.txt", text + "\n").document.pk
+    report = report_start(user=user, corpus=corpus, prompt="Which of these agreements require insurance?")
+
+    def researcher(messages, info):
+        # the first level proposes a follow-up on underwriters; the follow-up quotes the clause
+        prompt = " ".join(
+            str(p.content)
+            for m in messages
+            if isinstance(m, ModelRequest)
+            for p in m.parts
+            if isinstance(p, UserPromptPart)
+        )
+        step = sum(1 for m in messages if isinstance(m, ModelResponse))
+        if "reputable underwriter" not in prompt:
+            return ModelResponse(
+                parts=[call("finish_direction", "done", follow_ups=["reputable underwriter"])]
+            )
+        if step == 0:
+            return ModelResponse(
+                parts=[call("search_passages", "s1", query="reputable underwriter", mode="lexical")]
+            )
+        if step == 1:
+            hit = next(r for r in tool_returns(messages)["s1"]["results"] if clause in r["text"])
+            found = call("record_finding", "f1", claim=clause, quote=clause, passage_ids=[hit["passage_id"]])
+            return ModelResponse(parts=[found])
+        return ModelResponse(parts=[call("finish_direction", "done", follow_ups=[])])
+
+    readings = {}
+
+    def judge(messages, info):
+        # addresses the question only where a passage it is shown says "shall maintain"
+        data = read_data(messages)
+        verdicts = []
+        for item in data["questions"]:
+            readings.setdefault(data["document"]["document_id"], []).append(item["passages"])
+            shown = [p for p in item["passages"] if "shall maintain" in p["text"]]
+            verdict = {"question": item["index"], "addresses": bool(shown)}
+            if shown:
+                sentence = next(s for s in shown[0]["text"].split("\n") if "shall maintain" in s)
+                sentence = sentence[: sentence.index(".") + 1]
+                verdict |= {"passage_id": shown[0]["passage_id"], "quote": sentence, "claim": sentence}
+            verdicts.append(verdict)
+        return ModelResponse(parts=[call("submit_verdicts", "v", verdicts=verdicts)])
+
+    # when the run executes (standard: the follow-up is researched after the sweep)
+    with (
+        researcher_agent.override(model=FunctionModel(researcher)),
+        judge_agent.override(model=FunctionModel(judge)),
+    ):
+        report_run(report_id=report.pk)
+
+    # then the sweep turned agreement 99 down on its best passages; before the draft the judge
+    # read it again with the follow-up's quote in view, and it now addresses the question
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.status == ReportStatus.COMPLETED
+    (follow_up,) = [f for f in stored.findings if f.get("origin") == "follow-up"]
+    assert follow_up["document_id"] == late
+    first, second = readings[late]
+    assert not any(clause in p["text"] for p in first)
+    assert [p["passage_id"] for p in second if p.get("quoted_by_researcher")] == [follow_up["passage_id"]]
+    sweep = stored.engine_state["sweep"]["0"]
+    assert late in sweep["addressing"] and str(late) not in sweep.get("turned_down", {})
+    assert {c["document_id"] for c in stored.citations} == {*documents[:5], late}
     assert_closed_citation_graph(stored)
 
 
