@@ -33,8 +33,10 @@ OFFLINE_JUDGE = "deepcite-offline-judge"
 # LEXICAL_RELATIVE_MIN). bench/quality.py, standard: without the dense share (threshold 0.68)
 # ContractNLI 0.660 / 0.809 (document recall / precision), CUAD rooms 0.666 / 0.669; with it
 # (0.4, 0.70) 0.668 / 0.808 and 0.673 / 0.687; with it and the findings the judge overruled set
-# aside (research.drafts.findings_set_aside) 0.668 / 0.815 and 0.659 / 0.701. Chosen on those
-# two sets; the region meeting both targets is narrow (CUAD precision 0.700-0.705).
+# aside (research.drafts.findings_set_aside) 0.668 / 0.815 and 0.659 / 0.701; once the judge
+# also read the researchers' passages, and again before each draft their later ones, 0.667 /
+# 0.815 and 0.648 / 0.705. Chosen on those two sets; the region meeting both targets is narrow
+# (CUAD precision 0.700-0.705 on the judged pairs).
 EVIDENCE_MIN = 0.70
 DENSE_WEIGHT = 0.4
 LEXICAL_RELATIVE_MIN = 0.5
