@@ -304,12 +304,11 @@ def plan_questions_summary(
     plan: Sequence[Mapping[str, Any]],
     engine_state: Mapping[str, Any],
     titles: Mapping[int, str],
-    findings: Sequence[Mapping[str, Any]] = (),
+    set_aside: Sequence[Mapping[str, Any]] = (),
 ) -> list[QuestionSummary]:
     """The plan's sub-questions with what the sweep (engine_state["sweep"]) judged of each, and
-    the documents whose `findings` for it are set aside (findings_set_aside)."""
+    the documents of the `set_aside` findings for it (split_set_aside)."""
     sweep = engine_state.get("sweep") or {}
-    aside = findings_set_aside(findings, engine_state)
     questions = []
     for index, step in enumerate(plan):
         if not isinstance(step, Mapping) or not step.get("question"):
@@ -317,7 +316,7 @@ def plan_questions_summary(
         judged = sweep.get(str(index)) or {}
         examined = [int(d) for d in judged.get("judged", [])]
         addressing = {int(d) for d in judged.get("addressing", [])}
-        overruled = {f["document_id"] for f in findings if f["id"] in aside and f.get("question") == index}
+        overruled = {f["document_id"] for f in set_aside if f.get("question") == index}
         questions.append(
             QuestionSummary(
                 index=index,
@@ -358,6 +357,14 @@ def findings_set_aside(findings: Sequence[Mapping[str, Any]], engine_state: Mapp
     return aside
 
 
+def split_set_aside(
+    findings: Sequence[Mapping[str, Any]], engine_state: Mapping[str, Any]
+) -> tuple[list[Mapping[str, Any]], list[Mapping[str, Any]]]:
+    """(the findings a draft may cite, those set aside: findings_set_aside), in their order."""
+    aside = findings_set_aside(findings, engine_state)
+    return [f for f in findings if f["id"] not in aside], [f for f in findings if f["id"] in aside]
+
+
 def positions_by_words(
     questions: Sequence[QuestionSummary], findings: Sequence[Mapping[str, Any]]
 ) -> dict[int, list[Position]]:
@@ -382,9 +389,10 @@ def compose_from_findings(
     titles: Mapping[int, str],
     note: str,
 ) -> str:
-    questions = plan_questions_summary(plan=plan, engine_state=engine_state, titles=titles, findings=findings)
-    aside = findings_set_aside(findings, engine_state)
-    findings = [f for f in findings if f["id"] not in aside]
+    findings, set_aside = split_set_aside(findings, engine_state)
+    questions = plan_questions_summary(
+        plan=plan, engine_state=engine_state, titles=titles, set_aside=set_aside
+    )
     return compose_report(
         title=title,
         questions=questions,

@@ -20,7 +20,7 @@ from pydantic_ai import Agent, UsageLimits
 from pydantic_ai.exceptions import UnexpectedModelBehavior
 
 from research.constants import DepthPreset
-from research.drafts import compose_from_findings, findings_set_aside, plan_questions_summary
+from research.drafts import compose_from_findings, plan_questions_summary, split_set_aside
 from research.engine.budget import BudgetGate
 from research.engine.critic import CriticDeps, Critique, critic_agent, critic_prompt_data
 from research.engine.intent import is_collection_question, strategy_for
@@ -431,18 +431,17 @@ class Orchestration:
     # --- Write and review -----------------------------------------------------------------------
     def _citable(self) -> list[dict[str, Any]]:
         """The findings a draft may cite: all but those the sweep's judge overruled."""
-        aside = findings_set_aside(self.store.findings, self.state)
-        return [f for f in self.store.findings if f["id"] not in aside]
+        return split_set_aside(self.store.findings, self.state)[0]
 
     async def _write(self, *, brief: bool = False, note: str = "") -> str:
         await self._read_new_quotes()
         recorded = list(self.store.findings)
-        findings = self._citable()
+        findings, set_aside = split_set_aside(recorded, self.state)
         documents = {f["document_id"] for f in recorded}
         documents |= {int(d) for e in (self.state.get("sweep") or {}).values() for d in e.get("judged", [])}
         titles = await self.store.document_titles(sorted(documents))
         questions = plan_questions_summary(
-            plan=self.plan, engine_state=self.state, titles=titles, findings=recorded
+            plan=self.plan, engine_state=self.state, titles=titles, set_aside=set_aside
         )
         await self._progress("writing", checkpoint=True)
         prompt = request_prompt(

@@ -11,6 +11,7 @@ from research.drafts import (
     findings_set_aside,
     plan_questions_summary,
     positions_by_words,
+    split_set_aside,
 )
 
 RETURN_QUESTION = "Must the recipient return its materials?"
@@ -285,14 +286,14 @@ def test_plan_questions_summary_counts_what_the_sweep_judged():
         _finding(2, "b", document_id=2, origin="researcher"),
     ]
 
+    state = {"sweep": {"0": {"judged": [1, 2, 3], "addressing": [1], "turned_down": {"2": [12], "3": [13]}}}}
+
     # when
     questions = plan_questions_summary(
         plan=[{"question": "q", "sweep": True}],
-        engine_state={
-            "sweep": {"0": {"judged": [1, 2, 3], "addressing": [1], "turned_down": {"2": [12], "3": [13]}}}
-        },
+        engine_state=state,
         titles={1: "A", 2: "B", 3: "C"},
-        findings=findings,
+        set_aside=split_set_aside(findings, state)[1],
     )
 
     # then
