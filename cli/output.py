@@ -196,6 +196,8 @@ def progress_text(report: dict[str, Any], elapsed: float) -> str:
         parts.append(f"level {progress['level']}/{progress['levels']}")
     if progress.get("documentsTotal"):
         parts.append(f"{progress.get('documentsSwept') or 0}/{progress['documentsTotal']} documents")
+    if progress.get("documentsReread"):
+        parts.append(f"{progress['documentsReread']} read again")
     parts += [
         _count(progress["findingsCount"], "finding"),
         _count(progress["sourcesCount"], "source"),

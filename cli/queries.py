@@ -5,7 +5,7 @@ fragment ProgressFields on ResearchReport {
   id status depth strategy title error created durationSeconds retryCount
   progress {
     stepCount maxSteps findingsCount sourcesCount lastProgressAt
-    phase level levels documentsSwept documentsTotal direction modelRequests
+    phase level levels documentsSwept documentsTotal documentsReread direction modelRequests
   }
 }
 """
@@ -15,7 +15,7 @@ fragment ReportFields on ResearchReport {
   id status depth strategy title content warnings durationSeconds retryCount error url created
   progress {
     stepCount maxSteps findingsCount sourcesCount lastProgressAt
-    phase level levels documentsSwept documentsTotal direction modelRequests
+    phase level levels documentsSwept documentsTotal documentsReread direction modelRequests
   }
   citations { footnote passageId documentId documentTitle sourceName page quote start end }
 }

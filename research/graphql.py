@@ -33,12 +33,16 @@ class ReportProgress(graphene.ObjectType):
     max_steps = graphene.Int(required=True)
     last_progress_at = graphene.DateTime()
     phase = graphene.String(
-        description="planning, researching, sweeping, writing, reviewing, or the end status."
+        description="planning, researching, sweeping, rereading, writing, reviewing, or the end status."
     )
     level = graphene.Int(description="The research level under way (1 = the plan's sub-questions).")
     levels = graphene.Int(description="The levels the depth allows.")
     documents_swept = graphene.Int(description="Candidate documents judged so far by the sweep.")
     documents_total = graphene.Int(description="Candidate documents the sweep will judge.")
+    documents_reread = graphene.Int(
+        description="Documents the sweep turned down that were judged again before a draft, with a "
+        "passage a researcher quoted from them since."
+    )
     direction = graphene.String(description="The direction a researcher is pursuing now.")
     model_requests = graphene.Int(description="Model requests spent (every role).")
 

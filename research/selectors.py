@@ -137,6 +137,7 @@ def report_progress_summary(*, report: ResearchReport) -> dict[str, Any]:
         "levels": progress.get("levels"),
         "documents_swept": progress.get("documents_swept"),
         "documents_total": progress.get("documents_total"),
+        "documents_reread": progress.get("documents_reread"),
         "direction": progress.get("direction"),
         "model_requests": report.model_usage.get("requests"),
     }

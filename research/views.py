@@ -25,7 +25,15 @@ from research.selectors import REPORT_STATUS_FILTERS, report_get, report_list_ro
 from research.services import report_cancel, report_resume, report_start
 
 # The run's position, as the API's `progress` names it.
-PROGRESS_FIELDS = ("phase", "level", "levels", "documents_swept", "documents_total", "direction")
+PROGRESS_FIELDS = (
+    "phase",
+    "level",
+    "levels",
+    "documents_swept",
+    "documents_total",
+    "documents_reread",
+    "direction",
+)
 REPORTS_PER_PAGE = 25
 
 

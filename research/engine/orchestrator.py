@@ -368,27 +368,32 @@ class Orchestration:
     async def _read_new_quotes(self) -> None:
         """Before a draft: a document the sweep turned down for a question, from which a
         researcher has since quoted a passage the judge has not read (a follow-up's, a critic
-        gap's), is judged again with that passage in view. Skipped, with a warning, when the
-        budget cannot pay for it."""
+        gap's), is judged again with that passage in view. Each quote is read again once, even
+        when its passage could not be shown (deleted meanwhile). Skipped, with a warning, when
+        the budget cannot pay for it."""
         swept = [i for i, step in enumerate(self.plan) if step.get("sweep")]
         sweep = self.state.get("sweep") or {}
-        unread = set()
+        done = {tuple(quote) for quote in self.state.get("second_readings", [])}
+        unread = []
         for finding in self.store.findings:
             turned_down = (sweep.get(str(finding.get("question"))) or {}).get("turned_down") or {}
             read = turned_down.get(str(finding["document_id"]))
+            quote = (finding.get("question"), finding["document_id"], finding["passage_id"])
             if (
                 finding.get("origin") != ORIGIN_SWEEP
                 and read is not None
                 and finding["passage_id"] not in read
+                and quote not in done
             ):
-                unread.add(finding["document_id"])
+                unread.append(quote)
         if not swept or not unread:
             return
-        documents = sorted(unread)
+        documents = sorted({document for _, document, _ in unread})
         questions = [self.plan[i]["question"] for i in swept]
         budget = self.store.budget
         if budget.tool_calls_left() < len(questions) + len(documents) or budget.steps_left() < len(documents):
-            self.warnings.append("second_reading_skipped:budget")
+            if "second_reading_skipped:budget" not in self.warnings:
+                self.warnings.append("second_reading_skipped:budget")
             return
         references = await self.store.sweep_references(
             questions=questions,
@@ -398,9 +403,13 @@ class Orchestration:
         for start in range(0, len(documents), SWEEP_BATCH):
             if await self.store.cancel_pending():
                 raise RunCancelled
-            await self._judge_documents(
-                documents[start : start + SWEEP_BATCH], swept, references, turned_down_only=True
-            )
+            batch = documents[start : start + SWEEP_BATCH]
+            await self._judge_documents(batch, swept, references, turned_down_only=True)
+            self.state["second_readings"] = [
+                *self.state.get("second_readings", []),
+                *(list(quote) for quote in unread if quote[1] in batch),
+            ]
+            await self._progress("rereading", checkpoint=True)
 
     def _quoted(self, swept: list[int]) -> dict[tuple[int, int], list[int]]:
         """{(document, position in `swept`): passages the researchers quoted from it for that
@@ -542,11 +551,15 @@ class Orchestration:
         return run.result.output
 
     def _counts(self) -> dict[str, Any]:
-        """What the sweep has judged so far, carried through every later progress record."""
+        """What the sweep has judged so far (and judged again before a draft), carried through
+        every later progress record."""
         if "sweep_candidates" not in self.state:
             return {}
         judged = {int(d) for e in (self.state.get("sweep") or {}).values() for d in e.get("judged", [])}
-        return {"documents_swept": len(judged), "documents_total": len(self.state["sweep_candidates"])}
+        counts = {"documents_swept": len(judged), "documents_total": len(self.state["sweep_candidates"])}
+        if self.state.get("second_readings"):
+            counts["documents_reread"] = len({document for _, document, _ in self.state["second_readings"]})
+        return counts
 
     async def _progress(
         self, phase: str, *, checkpoint: bool = False, strategy: str | None = None, **details: Any

@@ -26,7 +26,7 @@ REPORT_FIELDS = """
     strategy breadth timeLimitSeconds plan
     progress {
         stepCount toolCallCount findingsCount sourcesCount maxSteps lastProgressAt
-        phase level levels documentsSwept documentsTotal direction modelRequests
+        phase level levels documentsSwept documentsTotal documentsReread direction modelRequests
     }
     citations {
         footnote passageId documentId documentTitle sourceName page quote start end
@@ -234,6 +234,7 @@ def test_a_completed_report_exposes_status_progress_content_citations_and_run_re
         "levels": report.progress.get("levels"),
         "documentsSwept": None,
         "documentsTotal": None,
+        "documentsReread": None,
         "direction": report.progress.get("direction"),
         "modelRequests": report.model_usage["requests"],
     }
@@ -290,6 +291,7 @@ def test_a_queued_report_has_no_duration_content_or_citations(gql, user, corpus)
         "levels": None,
         "documentsSwept": None,
         "documentsTotal": None,
+        "documentsReread": None,
         "direction": None,
         "modelRequests": None,
     }

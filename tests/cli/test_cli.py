@@ -387,3 +387,21 @@ def test_research_refuses_a_model_the_server_does_not_offer(live_server, token, 
     assert result.returncode == 1
     assert "[model_not_allowed]" in result.stderr
     assert ResearchReport.objects.count() == 0
+
+
+def test_the_progress_text_counts_the_documents_swept_and_read_again():
+    from cli.output import progress_text
+
+    report = {
+        "status": "RUNNING",
+        "progress": {
+            "phase": "rereading",
+            "documentsSwept": 61,
+            "documentsTotal": 61,
+            "documentsReread": 3,
+            "findingsCount": 2,
+            "sourcesCount": 1,
+        },
+    }
+    text = progress_text(report, 9.2)
+    assert text == "running · rereading · 61/61 documents · 3 read again · 2 findings · 1 source · 9s"

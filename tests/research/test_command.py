@@ -4,6 +4,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from corpora.models import Document
+from research.management.commands.research import progress_line
 from research.models import ReportStatus, ResearchReport
 from tests.factories import ingest_samples
 
@@ -117,6 +118,16 @@ def test_research_shows_its_progress_on_stderr_while_it_waits(cli_corpus, capsys
     assert lines[-1].startswith(f"report {stored.pk}: completed")
     assert lines[0].startswith((f"report {stored.pk}: queued", f"report {stored.pk}: running"))
     assert len(lines) == len({line.rsplit(" · ", 1)[0] for line in lines})  # a line per stage, no repeats
+
+
+def test_the_progress_line_counts_the_documents_swept_and_read_again(cli_corpus):
+    report = ResearchReport(
+        status=ReportStatus.RUNNING,
+        progress={"phase": "rereading", "documents_swept": 61, "documents_total": 61, "documents_reread": 3},
+        findings=[{"id": 1}, {"id": 2}],
+    )
+    line = progress_line(report, 9.2)
+    assert line == "running · rereading · 61/61 documents · 3 read again · 2 findings · 9s"
 
 
 def test_research_refuses_a_model_this_server_does_not_offer(cli_corpus):

@@ -45,6 +45,7 @@ def test_a_running_report_page_follows_its_progress_and_offers_cancel(browser, u
         "levels": None,
         "documents_swept": None,
         "documents_total": None,
+        "documents_reread": None,
         "direction": None,
         "steps": 0,
         "findings": 0,

@@ -8,6 +8,7 @@ from django.urls import reverse
 from conversations.models import MessageRole
 from conversations.services import chat_message_append, conversation_create
 from corpora.models import Passage
+from corpora.services import corpus_create
 from notifications.models import Notification, NotificationKind
 from research.constants import DEPTH_PRESETS
 from research.engine.critic import critic_agent
@@ -691,20 +692,27 @@ def _filler(topic: str, words: int = 110) -> str:
     return " ".join(f"{topic}{i % 7}" for i in range(words))
 
 
-def test_a_follow_ups_quote_from_a_turned_down_document_is_read_by_the_judge_before_the_draft(user, corpus):
-    # given five insuring agreements and one whose best passages for the question only mention
-    # insurance, its cover clause in a later passage that does not say "insurance"
+COVER_CLAUSE = "The Supplier shall maintain cover with a reputable underwriter for the whole term."
+
+
+def _follow_up_quotes_a_late_clause(user, corpus, *, max_tool_calls: int | None = None) -> dict:
+    """Five insuring agreements, two that do not insure and one whose best passages for the
+    question only mention insurance, its cover clause in a later passage that does not say
+    "insurance"; a scripted follow-up quotes that clause, and a scripted judge addresses the
+    question only where a passage it is shown says "shall maintain". Runs at standard depth (the
+    follow-up is researched after the sweep) and returns what the judge read of each document."""
     from pydantic_ai.messages import ModelRequest, ModelResponse, UserPromptPart
     from pydantic_ai.models.function import FunctionModel
 
     from research.engine.prompts import read_data
 
     documents = _contracts(corpus, 8, insured=5)
-    clause = "The Supplier shall maintain cover with a reputable underwriter for the whole term."
     paragraphs = [f"Insurance note {n}: {_filler('memo')}" for n in range(4)]
-    text = "\n\n".join(["Agreement 99.", *paragraphs, f"{clause} {_filler('terms')}"])
+    text = "\n\n".join(["Agreement 99.", *paragraphs, f"{COVER_CLAUSE} {_filler('terms')}"])
     late = ingest_text(corpus, "agreement-99.txt", text + "\n").document.pk
     report = report_start(user=user, corpus=corpus, prompt="Which of these agreements require insurance?")
+    if max_tool_calls is not None:
+        ResearchReport.objects.filter(pk=report.pk).update(max_tool_calls=max_tool_calls)
 
     def researcher(messages, info):
         # the first level proposes a follow-up on underwriters; the follow-up quotes the clause
@@ -725,15 +733,14 @@ def test_a_follow_ups_quote_from_a_turned_down_document_is_read_by_the_judge_bef
                 parts=[call("search_passages", "s1", query="reputable underwriter", mode="lexical")]
             )
         if step == 1:
-            hit = next(r for r in tool_returns(messages)["s1"]["results"] if clause in r["text"])
-            found = call("record_finding", "f1", claim=clause, quote=clause, passage_ids=[hit["passage_id"]])
-            return ModelResponse(parts=[found])
+            hit = next(r for r in tool_returns(messages)["s1"]["results"] if COVER_CLAUSE in r["text"])
+            quoted = {"claim": COVER_CLAUSE, "quote": COVER_CLAUSE, "passage_ids": [hit["passage_id"]]}
+            return ModelResponse(parts=[call("record_finding", "f1", **quoted)])
         return ModelResponse(parts=[call("finish_direction", "done", follow_ups=[])])
 
     readings = {}
 
     def judge(messages, info):
-        # addresses the question only where a passage it is shown says "shall maintain"
         data = read_data(messages)
         verdicts = []
         for item in data["questions"]:
@@ -747,25 +754,58 @@ def test_a_follow_ups_quote_from_a_turned_down_document_is_read_by_the_judge_bef
             verdicts.append(verdict)
         return ModelResponse(parts=[call("submit_verdicts", "v", verdicts=verdicts)])
 
-    # when the run executes (standard: the follow-up is researched after the sweep)
     with (
         researcher_agent.override(model=FunctionModel(researcher)),
         judge_agent.override(model=FunctionModel(judge)),
     ):
         report_run(report_id=report.pk)
+    stored = ResearchReport.objects.get(pk=report.pk)
+    return {"report": stored, "insuring": documents[:5], "late": late, "readings": readings}
+
+
+def test_a_follow_ups_quote_from_a_turned_down_document_is_read_by_the_judge_before_the_draft(user, corpus):
+    run = _follow_up_quotes_a_late_clause(user, corpus)
 
     # then the sweep turned agreement 99 down on its best passages; before the draft the judge
     # read it again with the follow-up's quote in view, and it now addresses the question
-    stored = ResearchReport.objects.get(pk=report.pk)
+    stored, late = run["report"], run["late"]
     assert stored.status == ReportStatus.COMPLETED
     (follow_up,) = [f for f in stored.findings if f.get("origin") == "follow-up"]
     assert follow_up["document_id"] == late
-    first, second = readings[late]
-    assert not any(clause in p["text"] for p in first)
+    first, second = run["readings"][late]
+    assert not any(COVER_CLAUSE in p["text"] for p in first)
     assert [p["passage_id"] for p in second if p.get("quoted_by_researcher")] == [follow_up["passage_id"]]
     sweep = stored.engine_state["sweep"]["0"]
     assert late in sweep["addressing"] and str(late) not in sweep.get("turned_down", {})
-    assert {c["document_id"] for c in stored.citations} == {*documents[:5], late}
+    assert {c["document_id"] for c in stored.citations} == {*run["insuring"], late}
+    assert_closed_citation_graph(stored)
+    # the quote was read again once, and the progress record counts the document read again
+    assert stored.engine_state["second_readings"] == [[0, late, follow_up["passage_id"]]]
+    assert stored.progress["documents_reread"] == 1
+    assert "second_reading_skipped:budget" not in stored.warnings
+
+
+def test_the_second_reading_is_skipped_with_a_warning_when_the_budget_cannot_pay_for_it(user, corpus):
+    # given the same run, measured once with the preset's budget: the tool calls spent before
+    # the second reading (its references, one per swept question, then one per document)
+    measured = _follow_up_quotes_a_late_clause(user, corpus)["report"]
+    log = measured.tool_call_log
+    rereading = max(i for i, e in enumerate(log) if e["tool"] == "search_document")
+    spent = rereading - 1  # the entry before it is the second reading's references search
+
+    # when it runs again, on a copy of the corpus, with one tool call left at the draft (two needed)
+    copy = corpus_create(creator=user, name="Contracts again")
+    run = _follow_up_quotes_a_late_clause(user, copy, max_tool_calls=spent + 1)
+
+    # then the draft skipped the second reading with a warning: the judge read agreement 99
+    # once, and the follow-up's quote, which it never read, stays cited
+    stored, late = run["report"], run["late"]
+    assert stored.status == ReportStatus.COMPLETED
+    assert "second_reading_skipped:budget" in stored.warnings
+    assert len(run["readings"][late]) == 1
+    assert "second_readings" not in stored.engine_state
+    (follow_up,) = [f for f in stored.findings if f.get("origin") == "follow-up"]
+    assert follow_up["passage_id"] in {c["passage_id"] for c in stored.citations}
     assert_closed_citation_graph(stored)
 
 
@@ -936,6 +976,13 @@ def test_the_report_page_says_how_the_engine_answered_and_how_far_a_run_has_got(
     html = " ".join(client.get(url).content.decode().split())
     assert "· deep research ·" in html
     assert "This report is running, sweeping (level 1 of 2), 8 of 20 documents swept" in html
+
+    # and, before a draft, how many turned-down documents the judge is reading again
+    ResearchReport.objects.filter(pk=report.pk).update(
+        progress={"phase": "rereading", "documents_swept": 20, "documents_total": 20, "documents_reread": 2}
+    )
+    html = " ".join(client.get(url).content.decode().split())
+    assert "This report is running, rereading, 20 of 20 documents swept, 2 read again" in html
 
 
 def test_findings_the_critic_disputes_are_kept_and_flagged(report):

@@ -149,6 +149,8 @@ def progress_line(report: ResearchReport, elapsed: float) -> str:
         parts.append(f"level {progress['level']}/{progress['levels']}")
     if progress.get("documents_total"):
         parts.append(f"{progress.get('documents_swept', 0)}/{progress['documents_total']} documents")
+    if progress.get("documents_reread"):
+        parts.append(f"{progress['documents_reread']} read again")
     findings = len(report.findings)
     parts += [f"{findings} finding{'' if findings == 1 else 's'}", f"{elapsed:.0f}s"]
     return " · ".join(parts)

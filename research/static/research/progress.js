@@ -18,6 +18,7 @@
     if (p.phase) parts.push(p.phase);
     if (p.level && p.levels) parts.push("level " + p.level + " of " + p.levels);
     if (p.documents_total) parts.push(p.documents_swept + " of " + p.documents_total + " documents swept");
+    if (p.documents_reread) parts.push(p.documents_reread + " read again");
     parts.push(counted(p.findings, "finding"));
     parts.push(counted(p.sources, "source"));
     parts.push(p.steps + " steps");
