@@ -63,6 +63,12 @@ def parse_args() -> argparse.Namespace:
         action="store_true",
         help="ask the CUAD categories as 'Which contracts have a <category> clause?' (lines '…-clause')",
     )
+    parser.add_argument(
+        "--request-phrasing",
+        action="store_true",
+        help="ask 'Which contracts ...?' and 'Do these agreements ...?' as requests, 'List the contracts "
+        "that ...' (lines '…-request')",
+    )
     parser.add_argument("--out", type=Path, help="also append the JSON lines here")
     return parser.parse_args()
 
@@ -165,6 +171,8 @@ def score_report(report, question: quality_data.Question) -> dict[str, Any]:
     duration = (report.completed_at - report.started_at).total_seconds() if report.started_at else None
     return {
         "status": report.status,
+        "strategy": report.strategy,
+        "swept": bool((report.engine_state or {}).get("sweep_candidates")),
         "document_recall": recall,
         "document_precision": precision,
         "evidence_recall": found / total if total else 0.0,
@@ -236,6 +244,8 @@ def summary(name: str, engine: str, depth: str | None, rows: list[dict[str, Any]
             "seconds_mean": mean("seconds"),
             "seconds_max": round(max(r["seconds"] for r in rows), 2) if rows else None,
             "completed": sum(1 for r in rows if r["status"] == "COMPLETED"),
+            "deep_strategy": sum(1 for r in rows if r["strategy"] == "deep"),
+            "swept": sum(1 for r in rows if r["swept"]),
         }
     return line
 
@@ -253,14 +263,15 @@ def main() -> None:
     setup_django(database)
     from django.conf import settings
 
+    phrasing = {"clause_phrasing": args.clause_phrasing, "request_phrasing": args.request_phrasing}
     datasets = (
-        ([quality_data.contractnli()] if "contractnli" in wanted else [])
-        + (quality_data.cuad_rooms(clause_phrasing=args.clause_phrasing) if "cuad" in wanted else [])
-        + (
-            quality_data.cuad_rooms(held_out=True, clause_phrasing=args.clause_phrasing)
-            if "cuad-held-out" in wanted
+        (
+            [quality_data.contractnli(request_phrasing=args.request_phrasing)]
+            if "contractnli" in wanted
             else []
         )
+        + (quality_data.cuad_rooms(**phrasing) if "cuad" in wanted else [])
+        + (quality_data.cuad_rooms(held_out=True, **phrasing) if "cuad-held-out" in wanted else [])
     )
     prepared = [(dataset, *prepared_corpus(dataset)) for dataset in datasets]
     if args.prepare_only:

@@ -118,14 +118,28 @@ class Dataset:
     group: str
 
 
+# "Which contracts ...?" and "Do these agreements ...?" asked as a request ("List the contracts
+# that ...").
+_AS_REQUEST = re.compile(r"^(?:Which(?: of these)?|(?:Do|Does) (?:these|the)) (contracts|agreements) (.*)\?$")
+
+
+def as_request(text: str) -> str:
+    """The question as a user might put it as a request: "Which contracts require a party to
+    maintain insurance?" -> "List the contracts that require a party to maintain insurance."
+    Questions of other shapes are asked as they are."""
+    match = _AS_REQUEST.match(text)
+    return f"List the {match[1]} that {match[2]}." if match else text
+
+
 def normalise(text: str) -> str:
     return " ".join(text.lower().split())
 
 
-def contractnli() -> Dataset:
+def contractnli(*, request_phrasing: bool = False) -> Dataset:
     data = json.loads((DATA / "contractnli" / "dev.json").read_text(encoding="utf-8"))
     documents: dict[str, str] = {}
-    questions = {key: Question(key, text) for key, text in CONTRACTNLI_QUESTIONS.items()}
+    ask = as_request if request_phrasing else str
+    questions = {key: Question(key, ask(text)) for key, text in CONTRACTNLI_QUESTIONS.items()}
     for doc in data["documents"]:
         name = f"nda-{doc['id']:03d}.txt"
         documents[name] = doc["text"]
@@ -136,7 +150,8 @@ def contractnli() -> Dataset:
                 question.gold[name] = [
                     normalise(doc["text"][slice(*doc["spans"][i])]) for i in annotation["spans"]
                 ]
-    return Dataset("contractnli-dev", documents, list(questions.values()), "contractnli")
+    group = "contractnli" + ("-request" if request_phrasing else "")
+    return Dataset("contractnli-dev", documents, list(questions.values()), group)
 
 
 def _file_key(name: str) -> str:
@@ -144,16 +159,26 @@ def _file_key(name: str) -> str:
 
 
 def cuad_rooms(
-    *, rooms: int = 5, size: int = 40, seed: int = 15, held_out: bool = False, clause_phrasing: bool = False
+    *,
+    rooms: int = 5,
+    size: int = 40,
+    seed: int = 15,
+    held_out: bool = False,
+    clause_phrasing: bool = False,
+    request_phrasing: bool = False,
 ) -> list[Dataset]:
     """Seeded, disjoint rooms of `size` contracts; each asks CUAD_QUESTIONS_PER_ROOM of the
     categories (CUAD_QUESTIONS, or CUAD_HELD_OUT_QUESTIONS) that have at least
     CUAD_MIN_GOLD_PER_QUESTION contracts in the room. The rooms are the same either way.
     `clause_phrasing` asks the same categories as users often do, naming the clause ("Which
-    contracts have a non-compete clause?"), its lines grouped apart ("…-clause")."""
+    contracts have a non-compete clause?"), its lines grouped apart ("…-clause");
+    `request_phrasing` asks them as requests (as_request: "List the contracts that ..."),
+    "…-request"."""
     asked = CUAD_HELD_OUT_QUESTIONS if held_out else CUAD_QUESTIONS
     if clause_phrasing:
         asked = {category: f"Which contracts have a {category.lower()} clause?" for category in asked}
+    if request_phrasing:
+        asked = {category: as_request(text) for category, text in asked.items()}
     folder = DATA / "cuad" / "contracts"
     files = {_file_key(p.name): p for p in sorted(folder.glob("*.txt"))}
     csv.field_size_limit(1 << 30)
@@ -189,7 +214,8 @@ def cuad_rooms(
                 documents,
                 sorted(questions, key=lambda q: q.key),
                 ("cuad-rooms-held-out" if held_out else "cuad-rooms")
-                + ("-clause" if clause_phrasing else ""),
+                + ("-clause" if clause_phrasing else "")
+                + ("-request" if request_phrasing else ""),
             )
         )
     return datasets

@@ -1,6 +1,7 @@
 """What kind of request a prompt is, decided without a model so that it is the same for every
 engine: a question about the collection ("which of these agreements ...", "do the contracts
-...", "how do they differ ...", or any question put to a collection of many documents) has
+...", "list the contracts that ...", "how do they differ ...", or any question or request put
+to a collection of many documents) has
 every candidate document swept; a short single question put to a few documents takes the fast
 path (one retrieval round); anything else is researched in depth."""
 
@@ -24,10 +25,20 @@ _DOCUMENT = (
     r"agreement|contract|document|policy|nda|file|report|paper|lease|filing|record|memo|letter|"
     r"article|manual|handbook|licen[cs]e|amendment|procedure|guideline|email|deed|study|proposal|invoice"
 )
+# Verbs that open a request for documents or for what they say ("list the agreements ...",
+# "show me the NDAs ...", "summarize the termination provisions").
+_REQUEST_VERBS = (
+    r"list|show|find|name|identify|give|tell|flag|highlight|extract|enumerate|locate|summari[sz]e|"
+    r"describe|outline|explain|compare"
+)
 # A question naming documents in the plural ("the agreements", "these contracts"), or one with
 # each / every / all / any ("each contract"), asks about the collection; "the agreement" does not.
+# So does a request that names them in the plural first ("contracts that renew automatically"),
+# or after its verb ("list the agreements governed by ...", "show me all NDAs that ...").
 _COLLECTION = re.compile(
-    rf"\b(?:which|what|how\s+many|do|does|did|are|have|in|across|among|of|for)\s+"
+    rf"^\W*(?:(?:please\s+)?(?:{_REQUEST_VERBS})\s+(?:me\s+|us\s+)?(?:all\s+|every\s+|any\s+)?"
+    rf"(?:of\s+)?(?:the\s+|our\s+|these\s+|those\s+)?(?:\w+\s+){{0,2}})?(?:{_DOCUMENTS})\b"
+    rf"|\b(?:which|what|how\s+many|do|does|did|are|have|in|across|among|of|for)\s+"
     rf"(?:of\s+)?(?:these|those|the|our|all|all\s+the|all\s+of\s+the|any|any\s+of\s+the|its|their)\s+"
     rf"(?:\w+\s+){{0,2}}(?:{_DOCUMENTS})\b"
     rf"|\b(?:each|every|all|any)\s+(?:\w+\s+)?(?:{_DOCUMENTS}|{_DOCUMENT})\b"
@@ -54,6 +65,9 @@ _INTERROGATIVE = re.compile(
     r"could|may|might|must|shall|should|will|would|has|have|had)\b",
     re.IGNORECASE,
 )
+# A request ("summarize the termination provisions", "list the notice periods") asks as a
+# question does.
+_IMPERATIVE = re.compile(rf"^\W*(?:please\s+)?(?:{_REQUEST_VERBS})\b", re.IGNORECASE)
 
 
 # "A non-compete clause" asks for what the clause says (text.DOCUMENT_PARTS).
@@ -61,22 +75,31 @@ _PARTS = "|".join(sorted(DOCUMENT_PARTS))
 _NAMING_DOCUMENTS = re.compile(rf"\b(?:{_DOCUMENTS}|{_DOCUMENT}|{_PARTS})\b", re.IGNORECASE)
 
 
+_REQUEST_OPENING = re.compile(rf"^\W*(?:please\s+)?({_REQUEST_VERBS})(?:\s+(me|us))?\b", re.IGNORECASE)
+
+
 def document_words(text: str) -> list[str]:
     """The words of `text` that name the collection's documents or their parts ("contracts",
-    "agreement", "clause"): they ask which documents, and say nothing of what one holds."""
-    return sorted({w.lower() for w in _NAMING_DOCUMENTS.findall(text)})
+    "agreement", "clause"), and the verb of a request for them ("name the contracts that ..."):
+    they ask which documents, and say nothing of what one holds."""
+    found = {w.lower() for w in _NAMING_DOCUMENTS.findall(text)}
+    opening = _REQUEST_OPENING.match(text)
+    if opening:
+        found |= {w.lower() for w in opening.groups() if w}
+    return sorted(found)
 
 
 def is_collection_question(text: str, *, documents: int = 0) -> bool:
     """Whether `text` asks about the documents of the collection rather than one fact: it says
-    so ("these agreements", "each contract", "how do they differ"), or it is a question or a
+    so ("these agreements", "each contract", "list the contracts that ...", "how do they
+    differ"), or it is a question, a request ("summarize the termination provisions") or a
     request for research ("please research governing law and liability caps") put to a
     collection of at least RESEARCH_COLLECTION_MIN_DOCUMENTS documents, which no one passage
     can answer for all of them."""
     if _COLLECTION.search(text) or _COMPARISON.search(text):
         return True
     return documents >= settings.RESEARCH_COLLECTION_MIN_DOCUMENTS and bool(
-        _INTERROGATIVE.search(text) or _RESEARCH_REQUEST.search(text)
+        _INTERROGATIVE.search(text) or _IMPERATIVE.search(text) or _RESEARCH_REQUEST.search(text)
     )
 
 

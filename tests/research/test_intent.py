@@ -34,6 +34,42 @@ def test_collection_markers_make_a_collection_question(text):
 
 @pytest.mark.parametrize(
     "text",
+    [
+        "List the agreements governed by New York law",
+        "Show me the NDAs that allow disclosure to advisers",
+        "Identify agreements that require insurance",
+        "Give me all NDAs with a residuals clause",
+        "Name the supply contracts that include a non-compete",
+        "Contracts that renew automatically",
+    ],
+)
+def test_a_request_naming_the_documents_in_the_plural_is_a_collection_question(text):
+    # when put as a request rather than a question, to a collection of only two documents
+    collection = is_collection_question(text, documents=2)
+    strategy = strategy_for(text, depth=DEPTH_STANDARD, documents=2)
+
+    # then it asks for the collection's documents, as "Which agreements ...?" does
+    assert collection is True
+    assert strategy == ReportStrategy.DEEP
+
+
+def test_a_request_is_a_collection_question_from_the_minimum_documents():
+    # given a request naming a part of the documents, not the documents (the minimum is 10)
+    request = "Summarize the termination provisions"
+
+    # then, as a question would be, it is about the collection only when put to one
+    assert is_collection_question(request, documents=9) is False
+    assert is_collection_question(request, documents=10) is True
+
+
+def test_a_request_for_one_fact_of_one_document_takes_the_fast_path():
+    request = "Find the notice period in the lease"
+    assert is_collection_question(request, documents=3) is False
+    assert strategy_for(request, depth=DEPTH_STANDARD, documents=3) == ReportStrategy.FAST
+
+
+@pytest.mark.parametrize(
+    "text",
     ["Governing law versus jurisdiction", "Compare the indemnity caps", "Where do the terms differ?"],
 )
 def test_comparison_words_make_a_collection_question(text):
@@ -181,3 +217,10 @@ def test_document_words_are_the_words_that_name_the_collections_documents():
         "contracts",
     ]
     assert document_words("What is the insurance limit?") == []
+
+
+def test_the_verb_of_a_request_for_documents_is_one_of_its_document_words():
+    # "name" asks which documents at the start of a request, and is what they say after it
+    assert document_words("Name the contracts that include a non-compete") == ["contracts", "name"]
+    assert document_words("Show me the NDAs that allow disclosure") == ["me", "ndas", "show"]
+    assert document_words("Which contracts name third-party beneficiaries?") == ["contracts"]
