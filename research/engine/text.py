@@ -46,6 +46,11 @@ _SECOND_QUESTION = re.compile(
     r"could|should|will|would)\b)",
     re.IGNORECASE,
 )
+# "and which by California law?": a second question with no verb of its own.
+_ELLIPSIS = re.compile(
+    r"^(?:which|what)\s+(?P<preposition>by|in|under|to|for|with|from|on|at|about|of)\s+(?P<rest>.+)$",
+    re.IGNORECASE,
+)
 _FRAMED_PAIR = re.compile(
     r"^(?P<frame>(?:what|which)\s+(?:are|is|were|was)\s+)(?P<rest>[^?]+)\?$", re.IGNORECASE
 )
@@ -64,13 +69,15 @@ def plan_questions(prompt: str, breadth: int) -> list[str]:
     """Sub-questions from a request: its questions, lines and bullets, and the items of an
     enumeration ("research X, Y and Z")."""
     text = _LEAD_IN.sub("", prompt.strip(), count=1)
-    segments = [
-        part.strip(" .,:;-\t")
-        for s in _SEGMENT_SPLIT.split(text)
-        if s
-        for part in _SECOND_QUESTION.split(s)
-        if part.strip(" .,:;-\t")
-    ]
+    segments = []
+    for s in _SEGMENT_SPLIT.split(text):
+        previous = ""
+        for part in _SECOND_QUESTION.split(s or ""):
+            part = part.strip(" .,:;-\t")
+            if part:
+                part = _complete_ellipsis(previous, part)
+                segments.append(part)
+                previous = part
     questions: list[str] = []
     for segment in segments:
         segment = _LEAD_IN.sub("", segment, count=1).strip(" .,:;")
@@ -89,6 +96,20 @@ def plan_questions(prompt: str, breadth: int) -> list[str]:
     if not questions and prompt.strip():
         questions = [" ".join(prompt.split())[:300]]
     return questions[: max(1, breadth)]
+
+
+def _complete_ellipsis(previous: str, part: str) -> str:
+    """ "... governed by Delaware law, and which by California law?" asks "Which agreements are
+    governed by California law?": a second question that is only "which" and a phrase takes the
+    first question's words before the same preposition."""
+    match = _ELLIPSIS.match(part)
+    if not match or not previous:
+        return part
+    before = [m.start() for m in re.finditer(rf"\b{match['preposition']}\b", previous, re.IGNORECASE)]
+    if not before:
+        return part
+    completed = f"{previous[: before[-1]]}{match['preposition']} {match['rest']}"
+    return completed[0].upper() + completed[1:]
 
 
 def _framed_pair(segment: str) -> list[str] | None:

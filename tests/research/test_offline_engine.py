@@ -50,6 +50,22 @@ from research.engine.text import (
             "Which contracts cap liability, and what happens on termination for convenience?",
             ["Which contracts cap liability", "what happens on termination for convenience?"],
         ),
+        (
+            "Which agreements are governed by Delaware law, and which by California law?",
+            [
+                "Which agreements are governed by Delaware law",
+                "Which agreements are governed by California law?",
+            ],
+        ),
+        (
+            "Which NDAs allow disclosure to advisers and which to affiliates?",
+            ["Which NDAs allow disclosure to advisers", "Which NDAs allow disclosure to affiliates?"],
+        ),
+        # no preposition the first question has: asked as it is
+        (
+            "Which contracts cap liability, and which under English law?",
+            ["Which contracts cap liability", "which under English law?"],
+        ),
     ],
 )
 def test_plan_questions_splits_requests_into_sub_questions(prompt, questions):
