@@ -75,14 +75,24 @@ _PARTS = "|".join(sorted(DOCUMENT_PARTS))
 _NAMING_DOCUMENTS = re.compile(rf"\b(?:{_DOCUMENTS}|{_DOCUMENT}|{_PARTS})\b", re.IGNORECASE)
 
 
+# Words that say how to answer, not what a document holds: a comparison ("how do they differ
+# on ...": "differ" would match every "different"; "compare ... across the NDAs") and "how long"
+# (a duration clause says "for a period of", and "long" matches every "so long as").
+_ANSWER_FRAMING = re.compile(
+    r"\b(differ|differs|difference|differences|compare|compared|comparison|contrast|versus|vs|across)\b"
+    r"|\bhow\s+(long|often|soon)\b",
+    re.IGNORECASE,
+)
 _REQUEST_OPENING = re.compile(rf"^\W*(?:please\s+)?({_REQUEST_VERBS})(?:\s+(me|us))?\b", re.IGNORECASE)
 
 
 def document_words(text: str) -> list[str]:
     """The words of `text` that name the collection's documents or their parts ("contracts",
-    "agreement", "clause"), and the verb of a request for them ("name the contracts that ..."):
-    they ask which documents, and say nothing of what one holds."""
+    "agreement", "clause"), the verb of a request for them ("name the contracts that ..."), and
+    those framing the answer ("how do they differ", "how long"): they ask which documents, or
+    how to answer, and say nothing of what one holds."""
     found = {w.lower() for w in _NAMING_DOCUMENTS.findall(text)}
+    found |= {w.lower() for pair in _ANSWER_FRAMING.findall(text) for w in pair if w}
     opening = _REQUEST_OPENING.match(text)
     if opening:
         found |= {w.lower() for w in opening.groups() if w}

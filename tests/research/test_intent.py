@@ -224,3 +224,19 @@ def test_the_verb_of_a_request_for_documents_is_one_of_its_document_words():
     assert document_words("Name the contracts that include a non-compete") == ["contracts", "name"]
     assert document_words("Show me the NDAs that allow disclosure") == ["me", "ndas", "show"]
     assert document_words("Which contracts name third-party beneficiaries?") == ["contracts"]
+
+
+def test_the_words_framing_the_answer_are_document_words():
+    # a comparison and "how long" say how to answer, not what a document holds
+    assert document_words("How do these agreements differ on how long confidentiality lasts?") == [
+        "agreements",
+        "differ",
+        "long",
+    ]
+    assert document_words("Compare the non-solicitation provisions across the NDAs") == [
+        "across",
+        "compare",
+        "ndas",
+        "provisions",
+    ]
+    assert document_words("May the parties extend the term so long as both agree?") == []
