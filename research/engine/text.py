@@ -218,12 +218,19 @@ def headed_sentences(text: str, heading: str = "") -> list[tuple[str, str]]:
 
 
 def _heading_lines(text: str) -> list[str]:
-    """`text` split after each line that reads as a heading (see _is_heading)."""
-    pieces, start = [], 0
-    for match in re.finditer(r"\n", text):
+    """`text` split after each line that reads as a heading (see _is_heading), and before one in
+    capitals under a line that is not a sentence's end ("QuickLinks -- Click here ...\nMUTUAL
+    NON-DISCLOSURE AGREEMENT\n This Agreement ..." is a banner, a title and a sentence)."""
+    pieces, start, line_start = [], 0, 0
+    for match in re.finditer(r"\n|$", text):
+        line = text[line_start : match.start()]
+        if line_start > start and line.strip() and line == line.upper() and _is_heading(line.strip()):
+            pieces.append(text[start:line_start])
+            start = line_start
         if _is_heading(text[start : match.start()]):
             pieces.append(text[start : match.start()])
             start = match.end()
+        line_start = match.end()
     return [*pieces, text[start:]]
 
 
@@ -235,10 +242,13 @@ def _is_heading(line: str) -> bool:
 
 
 def _is_statement(sentence: str) -> bool:
+    """A sentence worth quoting: long enough, and not a heading. One in capitals is a statement
+    when it is longer than a heading may be (a contract's "NEITHER PARTY SHALL BE LIABLE FOR ANY
+    INDIRECT ... DAMAGES." is the clause itself)."""
     return (
         len(sentence) >= SENTENCE_MIN_CHARS
         and len(sentence.split()) >= SENTENCE_MIN_WORDS
-        and any(c.islower() for c in sentence)
+        and (any(c.islower() for c in sentence) or len(sentence) > HEADING_MAX_CHARS)
         and not _is_heading(sentence)
     )
 

@@ -102,6 +102,35 @@ def test_a_heading_line_is_neither_part_of_the_sentence_under_it_nor_a_quote():
     ]
 
 
+def test_a_clause_in_capitals_is_a_sentence_and_a_title_in_capitals_is_not():
+    # given a contract's liability clause in capitals under its heading, and a short line in capitals
+    clause = (
+        "NEITHER PARTY SHALL BE LIABLE UNDER OR IN CONNECTION WITH THIS AGREEMENT FOR INDIRECT, "
+        "INCIDENTAL OR CONSEQUENTIAL DAMAGES, EVEN IF ADVISED OF THE POSSIBILITY OF SUCH DAMAGES."
+    )
+    text = (
+        f"9.1 No Consequential or Indirect Damages. {clause}\n\nIN WITNESS WHEREOF THE PARTIES HAVE SIGNED."
+    )
+
+    # then the clause can be quoted; the short line cannot
+    assert sentences(text) == [clause]
+
+
+def test_a_title_in_capitals_under_a_banner_line_is_the_heading_of_the_sentence_below_it():
+    # given a filing's banner, the agreement's title in capitals and its first sentence
+    text = (
+        "QuickLinks -- Click here to rapidly navigate through this document\n"
+        "MUTUAL NON-DISCLOSURE AND NON-SOLICITATION AGREEMENT\n"
+        " This Agreement is made as of September 6, 2001 between EarthLink, Inc. and CIDCO, Incorporated."
+    )
+
+    # then the sentence is read under the title and does not begin with the banner
+    assert headed_sentences(text)[-1] == (
+        "MUTUAL NON-DISCLOSURE AND NON-SOLICITATION AGREEMENT",
+        "This Agreement is made as of September 6, 2001 between EarthLink, Inc. and CIDCO, Incorporated.",
+    )
+
+
 @pytest.mark.parametrize(
     ("quote", "claim"),
     [
