@@ -132,7 +132,7 @@ def citations_render(
         if scrubbed == text:
             break
         text = scrubbed
-    body = renderer.number(text).strip()
+    body = renderer.number(_break_link_openings(text)).strip()
     content = f"{body}\n\n{renderer.sources_block()}\n" if body else f"{renderer.sources_block()}\n"
     return RenderedReport(
         content=content,
@@ -252,6 +252,17 @@ def _strip_links(text: str, *, allowed_urls: set[str], warnings: list[str]) -> s
         return bare(match)
 
     return _BARE_URL.sub(bare_outside_kept, text)
+
+
+def _break_link_openings(text: str) -> str:
+    """Set apart by a space every "](" that does not open a link kept above: unwrapping a cite or
+    scrubbing a stray tag can join a "]" to a "(" ("[<cite>]</cite><cite>(</cite>")."""
+    kept = [m.span() for m in _LINK.finditer(text)]
+    return re.sub(
+        r"\]\(",
+        lambda m: m[0] if any(start <= m.start() < end for start, end in kept) else "] (",
+        text,
+    )
 
 
 def _scrub_cite_tags(text: str, warnings: list[str]) -> str:
