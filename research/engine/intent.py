@@ -11,20 +11,9 @@ from django.conf import settings
 
 from corpora.retrieval.query import words
 from research.constants import DEPTH_DEEP
-from research.engine.text import DOCUMENT_PARTS, plan_questions
+from research.engine.text import DOCUMENT_NOUN, DOCUMENT_NOUNS, DOCUMENT_PARTS, plan_questions
 from research.models import ReportStrategy
 
-# Nouns for the documents of a collection: a question naming them in the plural (or with
-# "each", "every", "all", "any") asks about the collection, not one passage.
-_DOCUMENTS = (
-    r"agreements|contracts|documents|policies|ndas|files|reports|papers|leases|filings|records|"
-    r"memos|letters|articles|manuals|handbooks|licen[cs]es|amendments|procedures|guidelines|"
-    r"emails|deeds|studies|proposals|invoices"
-)
-_DOCUMENT = (
-    r"agreement|contract|document|policy|nda|file|report|paper|lease|filing|record|memo|letter|"
-    r"article|manual|handbook|licen[cs]e|amendment|procedure|guideline|email|deed|study|proposal|invoice"
-)
 # Verbs that open a request for documents or for what they say ("list the agreements ...",
 # "show me the NDAs ...", "summarize the termination provisions").
 _REQUEST_VERBS = (
@@ -37,12 +26,12 @@ _REQUEST_VERBS = (
 # or after its verb ("list the agreements governed by ...", "show me all NDAs that ...").
 _COLLECTION = re.compile(
     rf"^\W*(?:(?:please\s+)?(?:{_REQUEST_VERBS})\s+(?:me\s+|us\s+)?(?:all\s+|every\s+|any\s+)?"
-    rf"(?:of\s+)?(?:the\s+|our\s+|these\s+|those\s+)?(?:\w+\s+){{0,2}})?(?:{_DOCUMENTS})\b"
+    rf"(?:of\s+)?(?:the\s+|our\s+|these\s+|those\s+)?(?:\w+\s+){{0,2}})?(?:{DOCUMENT_NOUNS})\b"
     rf"|\b(?:which|what|how\s+many|do|does|did|are|have|in|across|among|of|for)\s+"
     rf"(?:of\s+)?(?:these|those|the|our|all|all\s+the|all\s+of\s+the|any|any\s+of\s+the|its|their)\s+"
-    rf"(?:\w+\s+){{0,2}}(?:{_DOCUMENTS})\b"
-    rf"|\b(?:each|every|all|any)\s+(?:\w+\s+)?(?:{_DOCUMENTS}|{_DOCUMENT})\b"
-    rf"|\b(?:these|those)\s+(?:\w+\s+)?(?:{_DOCUMENTS})\b"
+    rf"(?:\w+\s+){{0,2}}(?:{DOCUMENT_NOUNS})\b"
+    rf"|\b(?:each|every|all|any)\s+(?:\w+\s+)?(?:{DOCUMENT_NOUNS}|{DOCUMENT_NOUN})\b"
+    rf"|\b(?:these|those)\s+(?:\w+\s+)?(?:{DOCUMENT_NOUNS})\b"
     r"|\bwhich\s+of\s+(?:these|them|those)\b|\bhow\s+(?:do|does)\s+(?:they|these|those|the\s+\w+)\s+differ\b"
     r"|\bhow\s+many\b|\bacross\s+the\b|\bin\s+the\s+collection\b|\bin\s+(?:this|the)\s+corpus\b",
     re.IGNORECASE,
@@ -72,7 +61,7 @@ _IMPERATIVE = re.compile(rf"^\W*(?:please\s+)?(?:{_REQUEST_VERBS})\b", re.IGNORE
 
 # "A non-compete clause" asks for what the clause says (text.DOCUMENT_PARTS).
 _PARTS = "|".join(sorted(DOCUMENT_PARTS))
-_NAMING_DOCUMENTS = re.compile(rf"\b(?:{_DOCUMENTS}|{_DOCUMENT}|{_PARTS})\b", re.IGNORECASE)
+_NAMING_DOCUMENTS = re.compile(rf"\b(?:{DOCUMENT_NOUNS}|{DOCUMENT_NOUN}|{_PARTS})\b", re.IGNORECASE)
 
 
 # Words that say how to answer, not what a document holds: a comparison ("how do they differ

@@ -39,6 +39,29 @@ _LEAD_IN = re.compile(
     r"(?:write\s+)?(?:a\s+)?report\s+on\s+)",
     re.IGNORECASE,
 )
+# Nouns for the documents of a collection, in the plural and in the singular (regex
+# alternations): a question naming them in the plural (or with "each", "every", "all", "any")
+# asks about the collection, not one passage (intent.py).
+DOCUMENT_NOUNS = (
+    r"agreements|contracts|documents|policies|ndas|files|reports|papers|leases|filings|records|"
+    r"memos|letters|articles|manuals|handbooks|licen[cs]es|amendments|procedures|guidelines|"
+    r"emails|deeds|studies|proposals|invoices"
+)
+DOCUMENT_NOUN = (
+    r"agreement|contract|document|policy|nda|file|report|paper|lease|filing|record|memo|letter|"
+    r"article|manual|handbook|licen[cs]e|amendment|procedure|guideline|email|deed|study|proposal|invoice"
+)
+# A request for documents, asked as the question it is ("List the contracts that renew
+# automatically." is "Which contracts renew automatically?"): a verb asking for them, or a
+# determiner, then at most two words describing them ("the supply contracts"), their noun, and
+# what they must say.
+_DOCUMENTS_REQUEST = re.compile(
+    r"^(?:please\s+)?(?:(?:list|name|identify|find|locate|flag|highlight|enumerate|show|give|tell)\s+"
+    r"(?:(?:me|us)\s+)?)?(?:(?:all|every|any)\s+(?:of\s+)?)?(?:(?:the|these|those|our)\s+)?"
+    rf"(?P<documents>(?:(?<=\s)(?:[\w-]+\s+){{0,2}}?)?(?:{DOCUMENT_NOUNS}))\s+"
+    r"(?P<link>that|which|with)\s+(?P<rest>[^?]+?)[\s.!?]*$",
+    re.IGNORECASE,
+)
 _SEGMENT_SPLIT = re.compile(r"(?<=\?)\s+|\n+|;\s+|\s*(?:^|\n)\s*(?:[-*\u2022]|\d+[.)])\s+")
 # "... cap liability, and what happens on termination?" asks two things.
 _SECOND_QUESTION = re.compile(
@@ -80,7 +103,7 @@ def plan_questions(prompt: str, breadth: int) -> list[str]:
                 previous = part
     questions: list[str] = []
     for segment in segments:
-        segment = _LEAD_IN.sub("", segment, count=1).strip(" .,:;")
+        segment = _as_question(_LEAD_IN.sub("", segment, count=1).strip(" .,:;"))
         items = [i.strip(" .,:;") for i in _ENUMERATION.split(segment)]
         # Two items are two subjects only when each names one in two words or more ("the
         # liability caps and the termination rights", not "terms and conditions of renewal").
@@ -96,6 +119,21 @@ def plan_questions(prompt: str, breadth: int) -> list[str]:
     if not questions and prompt.strip():
         questions = [" ".join(prompt.split())[:300]]
     return questions[: max(1, breadth)]
+
+
+def _as_question(segment: str) -> str:
+    """ "List the contracts that renew automatically" -> "Which contracts renew automatically?",
+    "find contracts with a non-compete" -> "Which contracts have a non-compete?": a request for
+    documents is planned, searched and reported as the question it asks."""
+    match = _DOCUMENTS_REQUEST.match(segment)
+    if match is None:
+        return segment
+    documents = match["documents"]
+    first = documents.split()[0]
+    if first[1:].islower():  # "Contracts that ..." opened the request; "NDAs" stays
+        documents = documents[0].lower() + documents[1:]
+    verb = "have " if match["link"].lower() == "with" else ""
+    return f"Which {documents} {verb}{match['rest']}?"
 
 
 def _complete_ellipsis(previous: str, part: str) -> str:

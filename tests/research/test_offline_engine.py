@@ -61,6 +61,18 @@ from research.engine.text import (
             "Which NDAs allow disclosure to advisers and which to affiliates?",
             ["Which NDAs allow disclosure to advisers", "Which NDAs allow disclosure to affiliates?"],
         ),
+        # a request for documents is planned as the question it asks
+        (
+            "List the contracts that require a party to maintain insurance.",
+            ["Which contracts require a party to maintain insurance?"],
+        ),
+        ("Show me all the NDAs with a residuals clause", ["Which NDAs have a residuals clause?"]),
+        ("Contracts that renew automatically", ["Which contracts renew automatically?"]),
+        (
+            "List the supply agreements which renew automatically",
+            ["Which supply agreements renew automatically?"],
+        ),
+        ("Summarize contracts that renew", ["Summarize contracts that renew"]),
         # no preposition the first question has: asked as it is
         (
             "Which contracts cap liability, and which under English law?",
