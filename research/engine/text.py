@@ -59,7 +59,7 @@ _DOCUMENTS_REQUEST = re.compile(
     r"^(?:please\s+)?(?:(?:list|name|identify|find|locate|flag|highlight|enumerate|show|give|tell)\s+"
     r"(?:(?:me|us)\s+)?)?(?:(?:all|every|any)\s+(?:of\s+)?)?(?:(?:the|these|those|our)\s+)?"
     rf"(?P<documents>(?:(?<=\s)(?:[\w-]+\s+){{0,2}}?)?(?:{DOCUMENT_NOUNS}))\s+"
-    r"(?P<link>that|which|with)\s+(?P<rest>[^?]+?)[\s.!?]*$",
+    r"(?:(?P<link>that|which|with)\s+|(?=\w{3,}ed\s))(?P<rest>[^?]+?)[\s.!?]*$",
     re.IGNORECASE,
 )
 _SEGMENT_SPLIT = re.compile(r"(?<=\?)\s+|\n+|;\s+|\s*(?:^|\n)\s*(?:[-*\u2022]|\d+[.)])\s+")
@@ -123,8 +123,9 @@ def plan_questions(prompt: str, breadth: int) -> list[str]:
 
 def _as_question(segment: str) -> str:
     """ "List the contracts that renew automatically" -> "Which contracts renew automatically?",
-    "find contracts with a non-compete" -> "Which contracts have a non-compete?": a request for
-    documents is planned, searched and reported as the question it asks."""
+    "find contracts with a non-compete" -> "Which contracts have a non-compete?", "list the
+    agreements governed by New York law" -> "Which agreements are governed by New York law?": a
+    request for documents is planned, searched and reported as the question it asks."""
     match = _DOCUMENTS_REQUEST.match(segment)
     if match is None:
         return segment
@@ -132,7 +133,8 @@ def _as_question(segment: str) -> str:
     first = documents.split()[0]
     if first[1:].islower():  # "Contracts that ..." opened the request; "NDAs" stays
         documents = documents[0].lower() + documents[1:]
-    verb = "have " if match["link"].lower() == "with" else ""
+    link = (match["link"] or "").lower()
+    verb = "have " if link == "with" else "" if link else "are "  # "governed by ..." is "are governed by ..."
     return f"Which {documents} {verb}{match['rest']}?"
 
 

@@ -73,6 +73,8 @@ from research.engine.text import (
             ["Which supply agreements renew automatically?"],
         ),
         ("Summarize contracts that renew", ["Summarize contracts that renew"]),
+        ("List the agreements governed by New York law", ["Which agreements are governed by New York law?"]),
+        ("List the agreements in force", ["List the agreements in force"]),
         # no preposition the first question has: asked as it is
         (
             "Which contracts cap liability, and which under English law?",
