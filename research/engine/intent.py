@@ -11,15 +11,18 @@ from django.conf import settings
 
 from corpora.retrieval.query import words
 from research.constants import DEPTH_DEEP
-from research.engine.text import DOCUMENT_NOUN, DOCUMENT_NOUNS, DOCUMENT_PARTS, plan_questions
+from research.engine.text import (
+    DOCUMENT_NOUN,
+    DOCUMENT_NOUNS,
+    DOCUMENT_PARTS,
+    DOCUMENT_REQUEST_VERBS,
+    plan_questions,
+)
 from research.models import ReportStrategy
 
 # Verbs that open a request for documents or for what they say ("list the agreements ...",
 # "show me the NDAs ...", "summarize the termination provisions").
-_REQUEST_VERBS = (
-    r"list|show|find|name|identify|give|tell|flag|highlight|extract|enumerate|locate|summari[sz]e|"
-    r"describe|outline|explain|compare"
-)
+_REQUEST_VERBS = rf"{DOCUMENT_REQUEST_VERBS}|extract|summari[sz]e|describe|outline|explain|compare"
 # A question naming documents in the plural ("the agreements", "these contracts"), or one with
 # each / every / all / any ("each contract"), asks about the collection; "the agreement" does not.
 # So does a request that names them in the plural first ("contracts that renew automatically"),
@@ -54,9 +57,6 @@ _INTERROGATIVE = re.compile(
     r"could|may|might|must|shall|should|will|would|has|have|had)\b",
     re.IGNORECASE,
 )
-# A request ("summarize the termination provisions", "list the notice periods") asks as a
-# question does.
-_IMPERATIVE = re.compile(rf"^\W*(?:please\s+)?(?:{_REQUEST_VERBS})\b", re.IGNORECASE)
 
 
 # "A non-compete clause" asks for what the clause says (text.DOCUMENT_PARTS).
@@ -72,6 +72,8 @@ _ANSWER_FRAMING = re.compile(
     r"|\bhow\s+(long|often|soon)\b",
     re.IGNORECASE,
 )
+# A request ("summarize the termination provisions", "list the notice periods") asks as a
+# question does; its verb (and "me") names no subject.
 _REQUEST_OPENING = re.compile(rf"^\W*(?:please\s+)?({_REQUEST_VERBS})(?:\s+(me|us))?\b", re.IGNORECASE)
 
 
@@ -98,7 +100,7 @@ def is_collection_question(text: str, *, documents: int = 0) -> bool:
     if _COLLECTION.search(text) or _COMPARISON.search(text):
         return True
     return documents >= settings.RESEARCH_COLLECTION_MIN_DOCUMENTS and bool(
-        _INTERROGATIVE.search(text) or _IMPERATIVE.search(text) or _RESEARCH_REQUEST.search(text)
+        _INTERROGATIVE.search(text) or _REQUEST_OPENING.match(text) or _RESEARCH_REQUEST.search(text)
     )
 
 

@@ -246,10 +246,14 @@ class Orchestration:
         return picked
 
     # --- Sweep ----------------------------------------------------------------------------------
+    def _swept_questions(self) -> list[int]:
+        """The plan's questions about the collection: their candidate documents are judged."""
+        return [i for i, step in enumerate(self.plan) if step.get("sweep")]
+
     async def _sweep(self) -> None:
         """Every candidate document of the questions about the collection, judged on its own
         passages, in batches: one finding per addressing document and question."""
-        swept = [i for i, step in enumerate(self.plan) if step.get("sweep")]
+        swept = self._swept_questions()
         if not swept or self.state.get("sweep_done"):
             self.state["sweep_done"] = True
             return
@@ -371,7 +375,7 @@ class Orchestration:
         gap's), is judged again with that passage in view. Each quote is read again once, even
         when its passage could not be shown (deleted meanwhile). Skipped, with a warning, when
         the budget cannot pay for it."""
-        swept = [i for i, step in enumerate(self.plan) if step.get("sweep")]
+        swept = self._swept_questions()
         sweep = self.state.get("sweep") or {}
         done = {tuple(quote) for quote in self.state.get("second_readings", [])}
         unread = []

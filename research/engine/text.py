@@ -55,8 +55,10 @@ DOCUMENT_NOUN = (
 # automatically." is "Which contracts renew automatically?"): a verb asking for them, or a
 # determiner, then at most two words describing them ("the supply contracts"), their noun, and
 # what they must say.
+# Verbs that ask for documents ("list the contracts that ...", "show me the NDAs that ...").
+DOCUMENT_REQUEST_VERBS = r"list|name|identify|find|locate|flag|highlight|enumerate|show|give|tell"
 _DOCUMENTS_REQUEST = re.compile(
-    r"^(?:please\s+)?(?:(?:list|name|identify|find|locate|flag|highlight|enumerate|show|give|tell)\s+"
+    rf"^(?:please\s+)?(?:(?:{DOCUMENT_REQUEST_VERBS})\s+"
     r"(?:(?:me|us)\s+)?)?(?:(?:all|every|any)\s+(?:of\s+)?)?(?:(?:the|these|those|our)\s+)?"
     rf"(?P<documents>(?:(?<=\s)(?:[\w-]+\s+){{0,2}}?)?(?:{DOCUMENT_NOUNS}))\s+"
     r"(?:(?P<link>that|which|with)\s+|(?=\w{3,}ed\s))(?P<rest>[^?]+?)[\s.!?]*$",
