@@ -43,6 +43,9 @@ ROOT = Path(__file__).resolve().parent.parent
 USERNAME = "quality-bench"
 SHINGLE_WORDS = 8
 DATASETS = {"contractnli", "cuad", "cuad-held-out"}
+# The lines that are not an engine's: the single-shot baseline, and for a question asked in the
+# negative, listing every document.
+REFERENCES = {"single-shot", "every-document"}
 
 
 def parse_args() -> argparse.Namespace:
@@ -68,6 +71,13 @@ def parse_args() -> argparse.Namespace:
         action="store_true",
         help="ask 'Which contracts ...?' and 'Do these agreements ...?' as requests, 'List the contracts "
         "that ...' (lines '…-request')",
+    )
+    parser.add_argument(
+        "--negated-phrasing",
+        action="store_true",
+        help="ask the CUAD questions in the negative, 'Which contracts do not ...?', scored on the report's "
+        "list of documents without it against the contracts without the clause (lines '…-negated'; "
+        "ContractNLI is not asked)",
     )
     parser.add_argument("--out", type=Path, help="also append the JSON lines here")
     return parser.parse_args()
@@ -205,6 +215,46 @@ def single_shot(corpus, question: quality_data.Question, k: int) -> dict[str, An
     }
 
 
+def score_absent(report, question: quality_data.Question) -> dict[str, Any]:
+    """A question asked in the negative is answered by the report's list of the documents
+    without it (its "Documents without it" section), scored against the contracts without the
+    clause; the citations (the documents with it) are checked as any report's are."""
+    from corpora.models import Document
+
+    section = report.content.split("\n## Documents without it:", 1)
+    listed = (
+        re.findall(r"^- \*(.+)\*$", section[1].split("\n## ", 1)[0], re.MULTILINE) if len(section) > 1 else []
+    )
+    sources = set(
+        Document.objects.filter(corpus_id=report.corpus_id, title__in=listed).values_list(
+            "source_name", flat=True
+        )
+    )
+    recall, precision = document_scores(question, sources)
+    return {
+        "document_recall": recall,
+        "document_precision": precision,
+        "evidence_recall": None,
+        "listed_documents": len(sources),
+    }
+
+
+def every_document(dataset: quality_data.Dataset, question: quality_data.Question) -> dict[str, Any]:
+    """The reference for a negated question: listing every document of the corpus (recall 1, at
+    the share of documents without the clause)."""
+    recall, precision = document_scores(question, set(dataset.documents))
+    return {
+        "document_recall": recall,
+        "document_precision": precision,
+        "evidence_recall": None,
+        "fabricated": 0,
+        "verbatim": 0,
+        "citations": 0,
+        "cited_documents": 0,
+        "listed_documents": len(dataset.documents),
+    }
+
+
 def run_question(user, corpus, question: quality_data.Question, depth: str):
     from research.models import ResearchReport
     from research.services import report_start
@@ -238,7 +288,9 @@ def summary(name: str, engine: str, depth: str | None, rows: list[dict[str, Any]
         "citations_mean": mean("citations"),
         "cited_documents_mean": mean("cited_documents"),
     }
-    if engine != "single-shot":
+    if any("listed_documents" in r for r in rows):
+        line["listed_documents_mean"] = mean("listed_documents")
+    if engine not in REFERENCES:
         line |= {
             "steps_mean": mean("steps"),
             "seconds_mean": mean("seconds"),
@@ -263,11 +315,15 @@ def main() -> None:
     setup_django(database)
     from django.conf import settings
 
-    phrasing = {"clause_phrasing": args.clause_phrasing, "request_phrasing": args.request_phrasing}
+    phrasing = {
+        "clause_phrasing": args.clause_phrasing,
+        "request_phrasing": args.request_phrasing,
+        "negated_phrasing": args.negated_phrasing,
+    }
     datasets = (
         (
             [quality_data.contractnli(request_phrasing=args.request_phrasing)]
-            if "contractnli" in wanted
+            if "contractnli" in wanted and not args.negated_phrasing
             else []
         )
         + (quality_data.cuad_rooms(**phrasing) if "cuad" in wanted else [])
@@ -288,8 +344,12 @@ def main() -> None:
                 for question in questions:
                     report = run_question(user, corpus, question, depth)
                     row = score_report(report, question)
+                    if question.negated:
+                        row |= score_absent(report, question)
+                        baseline_rows.append(every_document(dataset, question))
+                    else:
+                        baseline_rows.append(single_shot(corpus, question, row["citations"]))
                     engine_rows.append(row)
-                    baseline_rows.append(single_shot(corpus, question, row["citations"]))
                     print(
                         json.dumps(
                             {
@@ -306,9 +366,10 @@ def main() -> None:
             documents = sum(len(m[0].documents) for m in members)
             passages = sum(m[3] for m in members)
             extra = {"corpora": len(members), "documents": documents, "passages": passages}
+            reference = "every-document" if group.endswith("-negated") else "single-shot"
             for line in (
                 summary(group, engine, depth, engine_rows) | extra,
-                summary(group, "single-shot", depth, baseline_rows) | extra,
+                summary(group, reference, depth, baseline_rows) | extra,
             ):
                 text = json.dumps(line)
                 print(text, flush=True)

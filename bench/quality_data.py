@@ -105,6 +105,9 @@ class Question:
     text: str
     # gold: document source name -> evidence excerpts (normalised) or character spans
     gold: dict[str, list] = field(default_factory=dict)
+    # asked in the negative ("Which contracts do not ...?"): gold is then the documents without
+    # the clause, answered by the report's list of them rather than its citations
+    negated: bool = False
 
 
 @dataclass
@@ -121,6 +124,17 @@ class Dataset:
 # "Which contracts ...?" and "Do these agreements ...?" asked as a request ("List the contracts
 # that ...").
 _AS_REQUEST = re.compile(r"^(?:Which(?: of these)?|(?:Do|Does) (?:these|the)) (contracts|agreements) (.*)\?$")
+
+
+# "Which contracts require ...?" asked in the negative: "Which contracts do not require ...?".
+_AS_NEGATED = re.compile(r"^(Which(?: of these)? (?:contracts|agreements)) (?!do\b|are\b|have\b)(.*)\?$")
+
+
+def as_negated(text: str) -> str | None:
+    """ "Which contracts require a party to maintain insurance?" -> "Which contracts do not
+    require a party to maintain insurance?"; None for a question of another shape."""
+    match = _AS_NEGATED.match(text)
+    return f"{match[1]} do not {match[2]}?" if match else None
 
 
 def as_request(text: str) -> str:
@@ -166,6 +180,7 @@ def cuad_rooms(
     held_out: bool = False,
     clause_phrasing: bool = False,
     request_phrasing: bool = False,
+    negated_phrasing: bool = False,
 ) -> list[Dataset]:
     """Seeded, disjoint rooms of `size` contracts; each asks CUAD_QUESTIONS_PER_ROOM of the
     categories (CUAD_QUESTIONS, or CUAD_HELD_OUT_QUESTIONS) that have at least
@@ -173,7 +188,9 @@ def cuad_rooms(
     `clause_phrasing` asks the same categories as users often do, naming the clause ("Which
     contracts have a non-compete clause?"), its lines grouped apart ("…-clause");
     `request_phrasing` asks them as requests (as_request: "List the contracts that ..."),
-    "…-request"."""
+    "…-request"; `negated_phrasing` asks the same sampled questions in the negative (as_negated:
+    "Which contracts do not ...?", those of another shape left out), gold being the room's
+    contracts without the clause, "…-negated"."""
     asked = CUAD_HELD_OUT_QUESTIONS if held_out else CUAD_QUESTIONS
     if clause_phrasing:
         asked = {category: f"Which contracts have a {category.lower()} clause?" for category in asked}
@@ -208,6 +225,12 @@ def cuad_rooms(
         ]
         candidates = [q for q in candidates if len(q.gold) >= CUAD_MIN_GOLD_PER_QUESTION]
         questions = rng.sample(candidates, min(CUAD_QUESTIONS_PER_ROOM, len(candidates)))
+        if negated_phrasing:
+            questions = [
+                Question(q.key, negated, {name: [] for name in documents if name not in q.gold}, negated=True)
+                for q in questions
+                if (negated := as_negated(q.text))
+            ]
         datasets.append(
             Dataset(
                 f"cuad-room-{room + 1}",
@@ -215,7 +238,8 @@ def cuad_rooms(
                 sorted(questions, key=lambda q: q.key),
                 ("cuad-rooms-held-out" if held_out else "cuad-rooms")
                 + ("-clause" if clause_phrasing else "")
-                + ("-request" if request_phrasing else ""),
+                + ("-request" if request_phrasing else "")
+                + ("-negated" if negated_phrasing else ""),
             )
         )
     return datasets

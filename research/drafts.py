@@ -35,6 +35,10 @@ class QuestionSummary:
     # Titles of documents judged not to address it whose researchers' findings for it quote a
     # passage the judge read: those findings are set aside (findings_set_aside), not cited.
     set_aside: Sequence[str] = ()
+    # The question as asked where it asks which documents do not say something: `question` is
+    # then the affirmative one researched and judged, and the answer the documents that do not
+    # address it (absent_titles).
+    asked: str = ""
 
 
 @dataclass(frozen=True)
@@ -71,8 +75,9 @@ def compose_report(
     if brief:
         lines += _brief(by_index, titles)
     else:
-        lines += _summary(by_index, positions or {})
+        lines += _summary(by_index, positions or {}, titles)
         lines += _key_findings(by_index, positions or {}, titles)
+        lines += _absent(by_index, titles)
         lines += _tables(by_index, positions or {}, titles)
         lines += _analysis(by_index, titles)
     lines += _gaps(by_index, titles)
@@ -97,9 +102,11 @@ def _assign(
     return by_index
 
 
-def _summary(by_index: dict[int, _Question], positions: Mapping[int, Sequence[Position]]) -> list[str]:
+def _summary(
+    by_index: dict[int, _Question], positions: Mapping[int, Sequence[Position]], titles: Mapping[int, str]
+) -> list[str]:
     lines = ["## Summary", ""]
-    answered = [q for q in by_index.values() if q.findings]
+    answered = [q for q in by_index.values() if q.findings or _answers_by_absence(q)]
     if not answered:
         return [
             *lines,
@@ -107,6 +114,9 @@ def _summary(by_index: dict[int, _Question], positions: Mapping[int, Sequence[Po
             "",
         ]
     for item in by_index.values():
+        if _answers_by_absence(item):
+            lines.append(_absence_line(item, positions, titles))
+            continue
         if not item.findings:
             continue
         q, documents = item.summary, {f["document_id"] for f in item.findings}
@@ -131,6 +141,66 @@ def _summary(by_index: dict[int, _Question], positions: Mapping[int, Sequence[Po
         else:
             lines.append(f"- **{_one_line(q.question)}** {head}: {_cite(item.findings[0])}")
     lines.append("")
+    return lines
+
+
+def _answers_by_absence(item: _Question) -> bool:
+    """A negated question (`asked`) swept over documents: answered by those without it."""
+    return bool(item.summary.asked and item.summary.swept and item.summary.documents_examined)
+
+
+def absent_titles(item: _Question, titles: Mapping[int, str]) -> list[str]:
+    """The documents examined for a swept question that no passage was judged to address and no
+    researcher quoted for it."""
+    quoted = {_title(titles, f) for f in item.findings}
+    return sorted({t for t in item.summary.not_addressing if t not in quoted}, key=str.lower)
+
+
+def _absence_line(
+    item: _Question, positions: Mapping[int, Sequence[Position]], titles: Mapping[int, str]
+) -> str:
+    q = item.summary
+    absent = absent_titles(item, titles)
+    having = len(set(q.addressing) | {f["document_id"] for f in item.findings})
+    line = (
+        f"- **{_one_line(q.asked)}** In {len(absent)} of the {q.documents_examined} documents examined, "
+        f"no passage was judged to address *{_one_line(q.question)}* (they are listed under "
+        f"Documents without it). {having} document{_s(range(having))} "
+        f"{'does' if having == 1 else 'do'}"
+    )
+    groups = list(positions.get(q.index, ()))
+    if groups:
+        shown = [
+            _cite_ids(
+                g.finding_ids[:SUMMARY_CITES],
+                f"{_documents(item, g)} document{_s(range(_documents(item, g)))}: {g.label}",
+            )
+            for g in groups[:SUMMARY_POSITIONS]
+        ]
+        return f"{line}. Positions: {'; '.join(shown)}."
+    if item.findings:
+        return f"{line}: {_cite(item.findings[0])}"
+    return f"{line}."
+
+
+def _absent(by_index: dict[int, _Question], titles: Mapping[int, str]) -> list[str]:
+    """For each negated question, the documents examined that do not address its affirmative:
+    its answer. No passage says a thing is absent, so the list is the sweep's account, uncited."""
+    lines: list[str] = []
+    for item in by_index.values():
+        if not _answers_by_absence(item):
+            continue
+        q, absent = item.summary, absent_titles(item, titles)
+        lines += [
+            f"## Documents without it: {_one_line(q.asked)}",
+            "",
+            f"In these {len(absent)} of the {q.documents_examined} documents examined, no passage was "
+            f"judged to address *{_one_line(q.question)}* (the judge read each document's best "
+            "passages for it; a document not examined is not listed):",
+            "",
+            *[f"- *{_one_line(t)}*" for t in absent],
+            "",
+        ]
     return lines
 
 
@@ -235,10 +305,11 @@ def _gaps(by_index: dict[int, _Question], titles: Mapping[int, str]) -> list[str
     lines = []
     for item in by_index.values():
         q = item.summary
-        # a document the judge turned down but a researcher quoted for this question is no gap
-        quoted = {_title(titles, f) for f in item.findings}
-        unanswered = sorted({t for t in q.not_addressing if t not in quoted}, key=str.lower)
-        if not item.findings and q.question != OTHER_FINDINGS:
+        # A negated question's documents without it are its answer, listed above; a document the
+        # judge turned down but a researcher quoted for this question is no gap.
+        absence = _answers_by_absence(item)
+        unanswered = [] if absence else absent_titles(item, titles)
+        if not item.findings and not absence and q.question != OTHER_FINDINGS:
             lines.append(f"- {_one_line(q.question)}: no passage retrieved in this run supports an answer.")
         elif q.swept and unanswered:
             names = [_one_line(t) for t in unanswered[:GAP_TITLES]]
@@ -326,6 +397,7 @@ def plan_questions_summary(
                 not_addressing=[titles.get(d, f"Document {d}") for d in examined if d not in addressing],
                 addressing=sorted(addressing),
                 set_aside=[titles.get(d, f"Document {d}") for d in sorted(overruled)],
+                asked=str(step.get("asked") or ""),
             )
         )
     return questions

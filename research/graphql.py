@@ -80,7 +80,12 @@ class ResearchReportNode(DjangoObjectType):
     breadth = graphene.Int(required=True)
     model = graphene.String(description="The model this run asked for; null: the configured ones.")
     time_limit_seconds = graphene.Int(required=True)
-    plan = GenericScalar(description="The sub-questions: [{question, queries, sweep}].")
+    plan = GenericScalar(
+        description=(
+            "The sub-questions: [{question, queries, sweep, asked?}]; `asked` is a question asked in "
+            "the negative ('which contracts do not ...'), `question` then its affirmative form."
+        )
+    )
     progress = graphene.Field(ReportProgress, required=True)
     citations = graphene.List(graphene.NonNull(Citation), required=True)
     findings = graphene.List(graphene.NonNull(Finding), required=True)

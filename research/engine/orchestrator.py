@@ -42,7 +42,7 @@ from research.engine.researcher import (
     researcher_agent,
 )
 from research.engine.store import RunStore, SweepEvidence
-from research.engine.text import keywords
+from research.engine.text import keywords, negated, without_words
 from research.engine.writer import (
     EXTRACTIVE_NOTE,
     Draft,
@@ -155,15 +155,15 @@ class Orchestration:
         documents = self.state.get("documents", 0)
         collection = is_collection_question(self.prompt, documents=documents)
         self.plan = [
-            {
-                "question": sub.question,
-                "queries": sub.queries or [sub.question],
+            _plan_step(
+                sub.question,
+                sub.queries or [sub.question],
                 # Swept: every sub-question at deep, or those about the collection (the request
                 # being about the collection makes each of its parts so).
-                "sweep": self.preset.sweep_always
+                sweep=self.preset.sweep_always
                 or collection
                 or is_collection_question(sub.question, documents=documents),
-            }
+            )
             for sub in plan.sub_questions
         ]
         await self.store.record_plan(plan=self.plan)
@@ -262,8 +262,12 @@ class Orchestration:
         candidates = self.state.get("sweep_candidates")
         if candidates is None:
             queries = list(dict.fromkeys(q for i in swept for q in self.plan[i]["queries"]))
+            # A question asked in the negative is answered by the documents without it: every
+            # document is a candidate, not only those its searches reach.
             candidates = await self.store.candidate_documents(
-                queries=queries, limit=self.preset.sweep_documents
+                queries=queries,
+                limit=self.preset.sweep_documents,
+                every_document=any(self.plan[i].get("asked") for i in swept),
             )
             self.state["sweep_candidates"] = candidates
         judged = {int(d) for entry in sweep.values() for d in entry.get("judged", [])}
@@ -494,7 +498,12 @@ class Orchestration:
                 draft=draft,
                 rubric=self.rubric,
                 questions=[
-                    {"index": i, "question": s["question"], "swept": bool(s.get("sweep"))}
+                    {
+                        "index": i,
+                        "question": s["question"],
+                        "swept": bool(s.get("sweep")),
+                        **({"asked": s["asked"]} if s.get("asked") else {}),
+                    }
                     for i, s in enumerate(self.plan)
                 ],
                 findings=findings,
@@ -588,6 +597,24 @@ async def _all(coroutines: Any) -> list[Any]:
         await asyncio.gather(*pending, return_exceptions=True)
         raise failed.exception()
     return [t.result() for t in tasks]
+
+
+def _plan_step(question: str, queries: Sequence[str], *, sweep: bool) -> dict[str, Any]:
+    """A plan step. A swept question asking which documents do not say something ("Which
+    contracts do not have a non-compete?") is researched and judged as the question it negates,
+    its queries without the negation; `asked` keeps it as asked, and the report answers it with
+    the documents judged not to address the affirmative one."""
+    negation = negated(question) if sweep else None
+    if negation is None:
+        return {"question": question, "queries": list(queries), "sweep": sweep}
+    affirmed = [negation.affirmative]
+    affirmed += [without_words(q, negation.negation) for q in queries if q != question]
+    return {
+        "question": negation.affirmative,
+        "queries": [q for q in dict.fromkeys(affirmed) if q.strip()],
+        "sweep": sweep,
+        "asked": question,
+    }
 
 
 def _sweep_entry(sweep: dict[str, Any], index: int) -> dict[str, Any]:

@@ -66,6 +66,10 @@ by the positions documents take; for questions swept over the collection, a per-
 (document | position | quote); ## Detailed analysis; ## Gaps (sub-questions or documents with no
 evidence; name a question's set_aside documents there, whose findings the sweep's judge
 overruled and which you cannot cite); ## Recommendations where the findings support them.
+A question with `asked` was asked in the negative ("which contracts do not ..."): `question` is
+its affirmative form, the one researched and judged, so its answer is the documents examined in
+not_addressing; list them, say that no passage in them was judged to address `question`, and
+cite the findings of the documents that do.
 Every statement of fact carries a citation: wrap it as <cite findings="ID[,ID]">statement</cite>
 with the ids of the findings that support it (call group_findings to see which findings take the
 same position). A quotation in your prose must be copied exactly from a finding's quote.

@@ -175,10 +175,14 @@ class RunStore:
 
         return await database(work)
 
-    async def candidate_documents(self, *, queries: Sequence[str], limit: int) -> list[int]:
+    async def candidate_documents(
+        self, *, queries: Sequence[str], limit: int, every_document: bool = False
+    ) -> list[int]:
         """Up to `limit` documents for a sweep, best first: those the run's retrievals returned
         and those deep searches of `queries` reach (one tool call each), ranked by their best
-        rank in any of them."""
+        rank in any of them; with `every_document` (a question asking which documents do not
+        say something, answered by those the sweep finds without it), then the rest of the
+        run's documents, by title, up to `limit`."""
         self.budget.take_tool_calls(len(queries))
 
         def work() -> list[int]:
@@ -205,9 +209,12 @@ class RunStore:
                     ToolCall("candidate_documents", {"query": query}, _ms(started), f"{len(hits)} passages")
                 )
             self._log(calls)
-            return [document for document, _ in sorted(best.items(), key=lambda item: (item[1], item[0]))][
-                :limit
-            ]
+            ranked = [document for document, _ in sorted(best.items(), key=lambda item: (item[1], item[0]))]
+            if every_document and len(ranked) < limit:
+                scope = document_list(corpus=self.corpus, document_ids=self.document_ids)
+                rest = scope.exclude(pk__in=ranked).values_list("pk", flat=True)
+                ranked += list(rest[: limit - len(ranked)])
+            return ranked[:limit]
 
         return await database(work)
 

@@ -61,8 +61,36 @@ _DOCUMENTS_REQUEST = re.compile(
     rf"^(?:please\s+)?(?:(?:{DOCUMENT_REQUEST_VERBS})\s+"
     r"(?:(?:me|us)\s+)?)?(?:(?:all|every|any)\s+(?:of\s+)?)?(?:(?:the|these|those|our)\s+)?"
     rf"(?P<documents>(?:(?<=\s)(?:[\w-]+\s+){{0,2}}?)?(?:{DOCUMENT_NOUNS}))\s+"
-    r"(?:(?P<link>that|which|with)\s+|(?=\w{3,}ed\s))(?P<rest>[^?]+?)[\s.!?]*$",
+    r"(?:(?P<link>that|which|without|with)\s+|(?=\w{3,}ed\s))(?P<rest>[^?]+?)[\s.!?]*$",
     re.IGNORECASE,
+)
+# A question asking which documents do not say something ("Which contracts do not have a
+# non-compete?", "... lack an audit right?", "... have no cap on liability?"): the negation
+# right after the documents' noun, so that "Which contracts that are not exclusive require ..."
+# is not one. "Are there any contracts that do not ...?" asks the same.
+_NEGATED_QUESTION = re.compile(
+    rf"^(?:are\s+there\s+(?:any\s+)?(?P<there>(?:[\w-]+\s+){{0,2}}?(?:{DOCUMENT_NOUNS}))\s+(?:that|which)\s+|"
+    rf"(?P<head>(?:which|what|how\s+many)\s+(?:of\s+(?:the|these|those|our)\s+)?"
+    rf"(?:[\w-]+\s+){{0,2}}?(?:{DOCUMENT_NOUNS})\s+|which\s+of\s+(?:these|them|those)\s+))"
+    r"(?P<rest>.+?)[\s.!?]*$",
+    re.IGNORECASE,
+)
+# (negation, what the affirmative says instead): "do not have" -> "have", "lack" -> "have",
+# "are not governed" -> "are governed", "have no cap" -> "have any cap".
+_NEGATIONS = (
+    (re.compile(r"^(?:do|does|did)\s+not\s+|^(?:do|does|did)n['\u2019]t\s+", re.I), ""),
+    (re.compile(r"^(are|is|were|was)(?:\s+not|\s+never|n['\u2019]t)\s+", re.I), r"\1 "),
+    (re.compile(r"^(?:lacks?|(?:are\s+|is\s+)?without)\s+", re.I), "have "),
+    (re.compile(r"^(?:fails?\s+to|never)\s+", re.I), ""),
+    (
+        re.compile(
+            r"^(have|has|contain|contains|include|includes|impose|imposes|provide|provides|set|sets|"
+            r"grant|grants|give|gives|allow|allows|permit|permits|require|requires|specify|specifies|"
+            r"mention|mentions|state|states)\s+no\s+",
+            re.I,
+        ),
+        r"\1 any ",
+    ),
 )
 _SEGMENT_SPLIT = re.compile(r"(?<=\?)\s+|\n+|;\s+|\s*(?:^|\n)\s*(?:[-*\u2022]|\d+[.)])\s+")
 # "... cap liability, and what happens on termination?" asks two things.
@@ -136,8 +164,46 @@ def _as_question(segment: str) -> str:
     if first[1:].islower():  # "Contracts that ..." opened the request; "NDAs" stays
         documents = documents[0].lower() + documents[1:]
     link = (match["link"] or "").lower()
-    verb = "have " if link == "with" else "" if link else "are "  # "governed by ..." is "are governed by ..."
+    # "governed by ..." is "are governed by ..."; "without ..." is asked in the negative (negated).
+    verb = {"with": "have ", "without": "do not have "}.get(link, "" if link else "are ")
     return f"Which {documents} {verb}{match['rest']}?"
+
+
+@dataclass(frozen=True)
+class Negated:
+    """A question asking which documents do not say something: `affirmative` is the question it
+    negates (what is searched and judged; its answer is the documents examined that do not
+    address it), `negation` the words taken out."""
+
+    affirmative: str
+    negation: str
+
+
+def negated(question: str) -> Negated | None:
+    """ "Which contracts do not have a non-compete?" -> Negated("Which contracts have a
+    non-compete?", "do not"); None for a question that is not about documents lacking something."""
+    match = _NEGATED_QUESTION.match(" ".join(question.split()))
+    if match is None:
+        return None
+    rest = match["rest"]
+    for pattern, replacement in _NEGATIONS:
+        found = pattern.match(rest)
+        if found is None:
+            continue
+        affirmed = pattern.sub(replacement, rest, count=1)
+        if not content_words(affirmed):
+            return None
+        head = f"Which {match['there']} " if match["there"] else match["head"]
+        return Negated(f"{head}{affirmed}?", found.group(0).strip())
+    return None
+
+
+def without_words(text: str, phrase: str) -> str:
+    """`text` without the words of `phrase` that a search would use (a negation's "lack",
+    "without"); stopwords ("not", "no") search nothing and stay."""
+    dropped = {w for w in words(phrase) if w not in STOPWORDS}
+    kept = [w for w in text.split() if w.strip(".,;:?!").lower() not in dropped]
+    return " ".join(kept)
 
 
 def _complete_ellipsis(previous: str, part: str) -> str:

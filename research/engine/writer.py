@@ -103,6 +103,7 @@ def writer_prompt_data(
                 "not_addressing": list(q.not_addressing),
                 "addressing": list(q.addressing),
                 "set_aside": list(q.set_aside),
+                **({"asked": q.asked} if q.asked else {}),
             }
             for q in questions
         ],
@@ -136,6 +137,7 @@ def offline_writer() -> FunctionModel:
                 not_addressing=q["not_addressing"],
                 addressing=q.get("addressing", []),
                 set_aside=q.get("set_aside", []),
+                asked=q.get("asked", ""),
             )
             for q in data.get("questions", [])
         ]

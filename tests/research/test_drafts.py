@@ -147,6 +147,63 @@ def test_no_findings_at_all_say_so_in_the_summary():
     )
 
 
+NEGATED = "Which NDAs do not require the recipient to return its materials?"
+AFFIRMED = "Which NDAs require the recipient to return its materials?"
+
+
+def test_a_question_asked_in_the_negative_is_answered_by_the_documents_without_it():
+    # given "which do not ...", swept as its affirmative over 6 documents: 3 do, and of the 3
+    # turned down a researcher quoted one (Zeta NDA) all the same
+    questions = [
+        _swept(
+            question=AFFIRMED,
+            asked=NEGATED,
+            documents_examined=6,
+            not_addressing=["Doc E", "Doc D", "Zeta NDA"],
+        )
+    ]
+    findings = [*SWEEP_FINDINGS, _finding(4, "Zeta requires return", document_id=6, origin="researcher")]
+
+    # when
+    report = compose_report(
+        title="NDA review", questions=questions, findings=findings, document_titles=TITLES
+    )
+
+    # then the summary answers the question asked, and the two documents without it are listed
+    assert _section(report, "## Summary") == [
+        f"- **{NEGATED}** In 2 of the 6 documents examined, no passage was judged to address "
+        f"*{AFFIRMED}* (they are listed under Documents without it). 4 documents do: "
+        '<cite findings="1">Gamma requires destruction</cite>'
+    ]
+    assert _section(report, f"## Documents without it: {NEGATED}") == [
+        f"In these 2 of the 6 documents examined, no passage was judged to address *{AFFIRMED}* (the "
+        "judge read each document's best passages for it; a document not examined is not listed):",
+        "- *Doc D*",
+        "- *Doc E*",
+    ]
+    # those that do are cited in the table; the documents without it are the answer, not a gap
+    assert len(_section(report, f"## Documents: {AFFIRMED}")) == 2 + 3
+    assert "## Gaps" not in report
+
+
+def test_a_question_asked_in_the_negative_that_no_document_addresses_lists_them_all():
+    # when no document of the 5 examined was judged to address the affirmative question
+    questions = [
+        _swept(question=AFFIRMED, asked=NEGATED, addressing=[], not_addressing=list(TITLES.values())[:5])
+    ]
+    report = compose_report(title="NDA review", questions=questions, findings=[], document_titles=TITLES)
+
+    # then that is the answer, not "no finding was recorded"
+    summary = _section(report, "## Summary")
+    assert summary == [
+        f"- **{NEGATED}** In 5 of the 5 documents examined, no passage was judged to address "
+        f"*{AFFIRMED}* (they are listed under Documents without it). 0 documents do."
+    ]
+    listed = _section(report, f"## Documents without it: {NEGATED}")[1:]
+    assert listed == [f"- *{t}*" for t in sorted(list(TITLES.values())[:5])]
+    assert "## Gaps" not in report
+
+
 def test_brief_report_is_the_answer_and_the_gaps():
     # given
     questions = [_swept(), QuestionSummary(index=1, question=SOLICIT_QUESTION)]
@@ -290,7 +347,7 @@ def test_plan_questions_summary_counts_what_the_sweep_judged():
 
     # when
     questions = plan_questions_summary(
-        plan=[{"question": "q", "sweep": True}],
+        plan=[{"question": "q", "sweep": True, "asked": "not q"}],
         engine_state=state,
         titles={1: "A", 2: "B", 3: "C"},
         set_aside=split_set_aside(findings, state)[1],
@@ -306,6 +363,7 @@ def test_plan_questions_summary_counts_what_the_sweep_judged():
             not_addressing=["B", "C"],
             addressing=[1],
             set_aside=["B"],
+            asked="not q",
         )
     ]
 

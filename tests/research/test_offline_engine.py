@@ -7,11 +7,14 @@ from research.engine.prompts import RESEARCH_PROMPT_TAG, request_prompt
 from research.engine.text import (
     SENTENCE_MAX_CHARS,
     SENTENCE_WITH_CARVE_OUT_MAX_CHARS,
+    Negated,
     best_sentences,
     claim_of,
     headed_sentences,
+    negated,
     plan_questions,
     sentences,
+    without_words,
 )
 
 
@@ -75,6 +78,7 @@ from research.engine.text import (
         ("Summarize contracts that renew", ["Summarize contracts that renew"]),
         ("List the agreements governed by New York law", ["Which agreements are governed by New York law?"]),
         ("List the agreements in force", ["List the agreements in force"]),
+        ("List the contracts without a non-compete.", ["Which contracts do not have a non-compete?"]),
         # no preposition the first question has: asked as it is
         (
             "Which contracts cap liability, and which under English law?",
@@ -84,6 +88,72 @@ from research.engine.text import (
 )
 def test_plan_questions_splits_requests_into_sub_questions(prompt, questions):
     assert plan_questions(prompt, breadth=8) == questions
+
+
+@pytest.mark.parametrize(
+    ("question", "affirmative", "negation"),
+    [
+        ("Which contracts do not have a non-compete?", "Which contracts have a non-compete?", "do not"),
+        (
+            "Which agreements don't require notice before termination?",
+            "Which agreements require notice before termination?",
+            "don't",
+        ),
+        ("Which contracts lack an audit right?", "Which contracts have an audit right?", "lack"),
+        (
+            "Which contracts have no cap on liability?",
+            "Which contracts have any cap on liability?",
+            "have no",
+        ),
+        (
+            "Which of these agreements are not governed by New York law?",
+            "Which of these agreements are governed by New York law?",
+            "are not",
+        ),
+        (
+            "Are there any contracts that do not renew automatically?",
+            "Which contracts renew automatically?",
+            "do not",
+        ),
+        (
+            "How many NDAs do not permit disclosure to affiliates",
+            "How many NDAs permit disclosure to affiliates?",
+            "do not",
+        ),
+        ("Which of these do not mention insurance?", "Which of these mention insurance?", "do not"),
+        (
+            "Which contracts fail to specify a governing law?",
+            "Which contracts specify a governing law?",
+            "fail to",
+        ),
+    ],
+)
+def test_a_question_about_documents_lacking_something_is_asked_as_its_affirmative(
+    question, affirmative, negation
+):
+    assert negated(question) == Negated(affirmative, negation)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        # the negation belongs to a clause describing the documents, or to what they say
+        "Which contracts that are not exclusive require a minimum purchase?",
+        "What happens if a party does not pay?",
+        "Which contracts require that the licensee not sublicense?",
+        "Which contracts require insurance?",
+        "Which contracts do not?",
+    ],
+)
+def test_a_negation_that_is_not_about_the_documents_lacking_something_is_kept(question):
+    assert negated(question) is None
+
+
+def test_a_negations_search_words_are_left_out_of_a_query():
+    assert without_words("contracts lack audit right", "lack") == "contracts audit right"
+    assert without_words("contracts that do not have a non-compete", "do not") == (
+        "contracts that do not have a non-compete"
+    )
 
 
 def test_plan_questions_respects_breadth_and_never_returns_nothing():

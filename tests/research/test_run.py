@@ -599,6 +599,51 @@ def test_a_question_about_the_collection_sweeps_every_candidate_document(user, c
     assert_closed_citation_graph(stored)
 
 
+@pytest.mark.parametrize(
+    "prompt",
+    ["Which of these agreements do not require insurance?", "List the agreements without insurance."],
+)
+def test_a_question_asked_in_the_negative_is_answered_by_the_documents_without_it(user, corpus, prompt):
+    # given twelve agreements, five of which require insurance, and two notes that share no word
+    # with the question (no search of it reaches them)
+    documents = _contracts(corpus, 12, insured=5)
+    for name, minutes in (("note-a.txt", "forty"), ("note-b.txt", "fifty")):
+        ingest_text(
+            corpus, name, f"Bake the bread at two hundred degrees for {minutes} minutes, then let it cool.\n"
+        )
+    report = report_start(user=user, corpus=corpus, prompt=prompt)
+    # when the run executes
+    report_run(report_id=report.pk)
+    # then the sweep judged the affirmative question, and the report answers the one asked
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.status == ReportStatus.COMPLETED
+    step = stored.plan[0]
+    assert step["sweep"] is True and step["asked"].endswith("?") and "not" in step["asked"]
+    assert "not" not in step["question"].split() and "insurance" in step["question"]
+    sweep = stored.engine_state["sweep"]["0"]
+    assert sorted(sweep["addressing"]) == sorted(documents[:5])
+    without = _section_lines(stored.content, f"## Documents without it: {step['asked']}")
+    listed = [line for line in without if line.startswith("- ")]
+    assert listed == [f"- *agreement-{i:02d}*" for i in range(5, 12)] + ["- *note-a*", "- *note-b*"]
+    summary = "\n".join(_section_lines(stored.content, "## Summary"))
+    assert (
+        f"**{step['asked']}** In 9 of the 14 documents examined, no passage was judged to address "
+        f"*{step['question']}*"
+    ) in summary
+    assert "5 documents do" in summary
+    # the five that do are cited; the absent ones are the answer, not a gap
+    assert {c["document_id"] for c in stored.citations} == set(documents[:5])
+    assert "documents examined, no passage was judged to address it" not in stored.content
+    assert_closed_citation_graph(stored)
+
+
+def _section_lines(content: str, heading: str) -> list[str]:
+    lines = content.splitlines()
+    start = lines.index(heading) + 1
+    end = next((i for i in range(start, len(lines)) if lines[i].startswith("## ")), len(lines))
+    return [line for line in lines[start:end] if line]
+
+
 def test_the_judge_reads_what_the_researchers_quoted_and_a_finding_it_turns_down_is_kept_but_not_cited(
     user, corpus
 ):
