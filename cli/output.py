@@ -57,7 +57,7 @@ FOOTNOTE_DEFINITION = re.compile(r"\n(?=\[\^\d+\]:)")
 
 def report_json(report: dict[str, Any]) -> dict[str, Any]:
     """The report as scripts get it; from a progress-only fetch (a timed-out wait), `result` is
-    empty and `citations` too, as they are on the server until the run ends."""
+    empty and `citations` and `answers` too, as they are on the server until the run ends."""
     return {
         "task_id": report["id"],
         "status": report["status"],
@@ -79,6 +79,27 @@ def report_json(report: dict[str, Any]) -> dict[str, Any]:
                 "end": c["end"],
             }
             for c in report.get("citations", [])
+        ],
+        # Per sub-question, the documents that answer it (the report's per-document table).
+        "answers": [
+            {
+                "question": a["question"],
+                "asked": a["asked"],
+                "swept": a["swept"],
+                "documents_examined": a["documentsExamined"],
+                "documents": [
+                    {
+                        "document_id": d["documentId"],
+                        "title": d["title"],
+                        "addresses": d["addresses"],
+                        "position": d["position"],
+                        "quote": d["quote"],
+                        "footnotes": d["footnotes"],
+                    }
+                    for d in a["documents"]
+                ],
+            }
+            for a in report.get("answers", [])
         ],
     }
 

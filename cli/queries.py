@@ -18,6 +18,10 @@ fragment ReportFields on ResearchReport {
     phase level levels documentsSwept documentsTotal documentsReread direction modelRequests
   }
   citations { footnote passageId documentId documentTitle sourceName page quote start end }
+  answers {
+    question asked swept documentsExamined
+    documents { documentId title addresses position quote footnotes }
+  }
 }
 """
 

@@ -1,15 +1,18 @@
 """A report exported as its reader takes it away: Markdown (the report as written, its footnotes
-and Sources block with each cited quote, and a line saying where it came from) or JSON (the
-report with its findings, citations, warnings and model usage, for other tools). A report still
-running exports what it has: its findings so far, until its text is written."""
+and Sources block with each cited quote, and a line saying where it came from), JSON (the
+report with its findings, citations, answers, warnings and model usage, for other tools) or CSV
+(its answers, one row per sub-question and document, for a spreadsheet). A report still running
+exports what it has: its findings so far, until its text is written."""
 
+import csv
+import io
 from typing import Any
 
 from django.utils.text import slugify
 
 from research.citations import markdown_inline
 from research.models import ResearchReport
-from research.selectors import corpus_document_titles
+from research.selectors import corpus_document_titles, report_answers
 
 EXPORT_FIELDS = ("slug", "title", "prompt", "status", "depth", "strategy", "rubric")
 TIMES = ("created", "started_at", "completed_at")
@@ -41,10 +44,55 @@ def report_json_export(report: ResearchReport, *, url: str) -> dict[str, Any]:
         "markdown": report.content,
         "findings": report_findings_titled(report),
         "citations": report.citations,
+        "answers": report_answers(report=report),
         "warnings": report.warnings,
         "error": report.error,
         "model_usage": report.model_usage,
     }
+
+
+CSV_COLUMNS = (
+    "question",
+    "asked",
+    "document_id",
+    "document",
+    "addresses",
+    "position",
+    "quote",
+    "footnotes",
+)
+# A cell a spreadsheet would run as a formula ("=HYPERLINK(...)", "+1+1", "@SUM(...)") starts
+# with one of these; such a cell is written with a leading apostrophe, read as text.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def report_csv_export(report: ResearchReport) -> str:
+    """The report's answers (selectors.report_answers) as CSV: one row per sub-question and
+    document, whether it addresses the question, the position and quote of its finding and the
+    report's footnotes citing it. Text from documents and users cannot run as a formula."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(CSV_COLUMNS)
+    for answer in report_answers(report=report):
+        for document in answer["documents"]:
+            row = (
+                answer["question"],
+                answer["asked"] or "",
+                document["document_id"],
+                document["title"] or "",
+                "yes" if document["addresses"] else "no",
+                document["position"] or "",
+                document["quote"] or "",
+                " ".join(str(n) for n in document["footnotes"]),
+            )
+            writer.writerow([_cell(value) for value in row])
+    return out.getvalue()
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
 
 
 def report_findings_titled(report: ResearchReport) -> list[dict[str, Any]]:

@@ -15,7 +15,7 @@ from corpora.graphql import CorpusNode, PassageNode, corpora_with_counts
 from corpora.models import Passage
 from research.constants import DEPTH_PRESETS
 from research.models import ReportStatus, ReportStrategy, ResearchReport
-from research.selectors import report_list, report_progress_summary
+from research.selectors import report_answers, report_list, report_progress_summary
 from research.services import report_cancel, report_resume, report_start
 
 ReportStatusEnum = graphene.Enum("ResearchReportStatus", [(s, s) for s in ReportStatus.values])
@@ -71,6 +71,36 @@ class Finding(graphene.ObjectType):
     origin = graphene.String(description="researcher, sweep, follow-up or gap.")
 
 
+class AnswerDocument(graphene.ObjectType):
+    document_id = graphene.ID(required=True)
+    title = graphene.String(description="The document's title (null once it is deleted).")
+    addresses = graphene.Boolean(
+        required=True,
+        description="Whether the document addresses the question: the sweep's judge found so, or a "
+        "cited finding for the question quotes it.",
+    )
+    position = graphene.String(description="The position its finding takes, when the judge named one.")
+    quote = graphene.String(description="The quote of its first finding for the question.")
+    footnotes = graphene.List(
+        graphene.NonNull(graphene.Int), required=True, description="The report's footnotes citing it."
+    )
+
+
+class ReportAnswer(graphene.ObjectType):
+    question = graphene.String(required=True, description="The sub-question researched and judged.")
+    asked = graphene.String(
+        description="The question as asked in the negative ('which contracts do not ...'), answered "
+        "by the documents that do not address `question`; null otherwise."
+    )
+    swept = graphene.Boolean(required=True, description="Whether every candidate document was judged.")
+    documents_examined = graphene.Int(required=True, description="Documents the sweep judged for it.")
+    documents = graphene.List(
+        graphene.NonNull(AnswerDocument),
+        required=True,
+        description="Those addressing it first, then those examined that do not, by title.",
+    )
+
+
 class ResearchReportNode(DjangoObjectType):
     status = ReportStatusEnum(required=True)
     depth = ReportDepthEnum(required=True)
@@ -89,6 +119,12 @@ class ResearchReportNode(DjangoObjectType):
     progress = graphene.Field(ReportProgress, required=True)
     citations = graphene.List(graphene.NonNull(Citation), required=True)
     findings = graphene.List(graphene.NonNull(Finding), required=True)
+    answers = graphene.List(
+        graphene.NonNull(ReportAnswer),
+        required=True,
+        description="Per sub-question of the plan, the documents that answer it: the report's "
+        "per-document table as data.",
+    )
     warnings = graphene.List(graphene.NonNull(graphene.String), required=True)
     model_usage = GenericScalar()
     tool_call_log = GenericScalar()
@@ -177,6 +213,20 @@ class ResearchReportNode(DjangoObjectType):
                 origin=f.get("origin"),
             )
             for f in self.findings
+        ]
+
+    def resolve_answers(self, info) -> list[ReportAnswer]:
+        return [
+            ReportAnswer(
+                **{
+                    **answer,
+                    "documents": [
+                        AnswerDocument(**{**d, "document_id": encode_id("Document", d["document_id"])})
+                        for d in answer["documents"]
+                    ],
+                }
+            )
+            for answer in report_answers(report=self)
         ]
 
     def resolve_duration_seconds(self, info) -> float | None:

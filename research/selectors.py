@@ -10,6 +10,7 @@ from django.db.models import Func, IntegerField, QuerySet
 
 from corpora.models import Corpus, Document, Passage
 from research.citations import CitablePassage
+from research.drafts import split_set_aside
 from research.exceptions import ReportFilterInvalid, ReportNotFound
 from research.models import ACTIVE_STATUSES, ReportStatus, ResearchReport
 
@@ -141,3 +142,66 @@ def report_progress_summary(*, report: ResearchReport) -> dict[str, Any]:
         "direction": progress.get("direction"),
         "model_requests": report.model_usage.get("requests"),
     }
+
+
+def report_answers(*, report: ResearchReport) -> list[dict[str, Any]]:
+    """What the report answers, per sub-question of its plan, as data a tool can take away: for
+    a question swept over the collection, each document the sweep judged, whether it addresses
+    the question (the judge found so, or a cited finding for it quotes it), with the position,
+    quote and footnotes of its finding; for another question, the documents its cited findings
+    quote. A question asked in the negative (`asked`) is answered by the documents that do not
+    address its affirmative `question`. Findings the sweep's judge overruled are left out, as the
+    report leaves them out; a document deleted since is named by its id (title null)."""
+    state = report.engine_state or {}
+    sweep = state.get("sweep") or {}
+    findings = split_set_aside(report.findings or [], state)[0]
+    footnotes: dict[tuple[int, str], list[int]] = {}
+    for citation in report.citations or []:
+        key = (citation["passage_id"], " ".join(str(citation.get("quote", "")).split()))
+        footnotes.setdefault(key, []).append(citation["footnote"])
+    judged = {int(d) for entry in sweep.values() for d in (entry.get("judged") or [])}
+    titles = corpus_document_titles(
+        corpus_id=report.corpus_id, document_ids=judged | {f["document_id"] for f in findings}
+    )
+    answers = []
+    for index, step in enumerate(report.plan or []):
+        if not isinstance(step, dict) or not step.get("question"):
+            continue
+        entry = sweep.get(str(index)) or {}
+        own = [f for f in findings if f.get("question") == index]
+        by_document: dict[int, list[dict[str, Any]]] = {}
+        for finding in own:
+            by_document.setdefault(finding["document_id"], []).append(finding)
+        addressing = {int(d) for d in entry.get("addressing") or []} | set(by_document)
+        examined = [int(d) for d in entry.get("judged") or []]
+        documents = []
+        for document in list(dict.fromkeys([*examined, *by_document])):
+            cited = by_document.get(document, [])
+            first = cited[0] if cited else None
+            documents.append(
+                {
+                    "document_id": document,
+                    "title": titles.get(document),
+                    "addresses": document in addressing,
+                    "position": (first or {}).get("position") or None,
+                    "quote": first["quote"] if first else None,
+                    "footnotes": sorted(
+                        {
+                            n
+                            for f in cited
+                            for n in footnotes.get((f["passage_id"], " ".join(f["quote"].split())), [])
+                        }
+                    ),
+                }
+            )
+        documents.sort(key=lambda d: (not d["addresses"], (d["title"] or "").lower(), d["document_id"]))
+        answers.append(
+            {
+                "question": step["question"],
+                "asked": step.get("asked") or None,
+                "swept": bool(step.get("sweep")),
+                "documents_examined": len(examined),
+                "documents": documents,
+            }
+        )
+    return answers

@@ -18,7 +18,12 @@ from config.ratelimit import rate, rate_limit_hit
 from corpora.exceptions import CorpusNotFound
 from corpora.selectors import corpus_get_for_user
 from research.exceptions import ReportFilterInvalid, ReportNotFound
-from research.exports import report_export_filename, report_json_export, report_markdown_export
+from research.exports import (
+    report_csv_export,
+    report_export_filename,
+    report_json_export,
+    report_markdown_export,
+)
 from research.models import ReportStatus
 from research.pages import report_body_html, report_sources
 from research.selectors import REPORT_STATUS_FILTERS, report_get, report_list_rows, report_progress_summary
@@ -83,6 +88,16 @@ def report_export_json(request: HttpRequest, slug: str) -> HttpResponse:
     report = _own(request, slug)
     data = report_json_export(report, url=_absolute(request, report))
     return _download(JsonResponse(data, json_dumps_params={"indent": 2}), report, "json")
+
+
+@login_required
+@require_GET
+def report_export_csv(request: HttpRequest, slug: str) -> HttpResponse:
+    """The report's answers as a CSV file: one row per sub-question and document."""
+    report = _own(request, slug)
+    return _download(
+        HttpResponse(report_csv_export(report), content_type="text/csv; charset=utf-8"), report, "csv"
+    )
 
 
 def _absolute(request: HttpRequest, report) -> str:

@@ -62,6 +62,25 @@ def ingest_text(corpus, filename: str, text: str, **kwargs):
     return document_ingest(corpus=corpus, content=text.encode("utf-8"), filename=filename, **kwargs)
 
 
+def ingest_agreements(corpus, count: int, *, insured: int) -> list[int]:
+    """`count` short agreements, the first `insured` of which require insurance."""
+    ids = []
+    for i in range(count):
+        lines = [f"Agreement {i} between Party A{i} and Party B{i}.", ""]
+        if i < insured:
+            lines.append(
+                f"The Supplier shall maintain commercial general liability insurance of at least {i + 1} "
+                "million dollars throughout the term of this agreement."
+            )
+        else:
+            lines.append(
+                f"Payment of invoices is due within {30 + i} days of the invoice date by wire transfer."
+            )
+        lines += ["", f"This agreement is governed by the laws of state number {i} and its courts."]
+        ids.append(ingest_text(corpus, f"agreement-{i:02d}.txt", "\n".join(lines) + "\n").document.pk)
+    return ids
+
+
 def ingest_samples(corpus, **kwargs):
     return [
         ingest_text(corpus, "acme-supply.md", ACME_SUPPLY, **kwargs),

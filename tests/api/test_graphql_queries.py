@@ -16,9 +16,11 @@ from corpora.services import corpus_create
 from notifications.models import Notification
 from notifications.services import notifications_mark_read
 from research.constants import DEPTH_PRESETS
+from research.engine.run import report_run
 from research.models import ReportStatus, ResearchReport
 from research.services import report_start
 from tests.api.conftest import GraphQL, gid, without_locations
+from tests.factories import ingest_agreements
 
 REPORT_FIELDS = """
     id title slug prompt status depth url content error warnings modelUsage toolCallLog durationSeconds
@@ -264,6 +266,33 @@ def test_a_completed_report_exposes_status_progress_content_citations_and_run_re
     assert [f["findingId"] for f in data["findings"]] == list(range(1, len(report.findings) + 1))
     assert {f["origin"] for f in data["findings"]} <= {"researcher", "follow-up", "gap"}
     assert data["corpus"] == {"id": gid("Corpus", report.corpus_id), "name": "Contracts"}
+
+
+ANSWERS = """query($id: ID!) { researchReport(id: $id) { citations { footnote documentId }
+    answers { question asked swept documentsExamined
+              documents { documentId title addresses position quote footnotes } } } }"""
+
+
+def test_a_swept_report_answers_each_question_per_document(gql, user, corpus):
+    # given a question asked in the negative, swept over five agreements of which two insure
+    documents = ingest_agreements(corpus, 5, insured=2)
+    report = report_start(user=user, corpus=corpus, prompt="Which agreements do not require insurance?")
+    report_run(report_id=report.pk)
+    # when
+    data = gql.data(ANSWERS, {"id": gid("ResearchReport", report.pk)})["researchReport"]
+    # then
+    [answer] = data["answers"]
+    assert answer["asked"] == "Which agreements do not require insurance?"
+    assert answer["question"] == "Which agreements require insurance?"
+    assert (answer["swept"], answer["documentsExamined"]) == (True, 5)
+    assert [(d["documentId"], d["title"], d["addresses"]) for d in answer["documents"]] == [
+        (gid("Document", pk), f"agreement-{i:02d}", i < 2) for i, pk in enumerate(documents)
+    ]
+    cited = {c["footnote"]: c["documentId"] for c in data["citations"]}
+    for document in answer["documents"][:2]:
+        assert document["quote"].startswith("The Supplier shall maintain")
+        assert [cited[n] for n in document["footnotes"]] == [document["documentId"]]
+    assert all(d["quote"] is None and d["footnotes"] == [] for d in answer["documents"][2:])
 
 
 def test_a_queued_report_has_no_duration_content_or_citations(gql, user, corpus):

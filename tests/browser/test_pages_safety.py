@@ -103,6 +103,7 @@ def test_another_user_gets_404_from_every_page(live_server, world, browser_page)
         reverse("research:report-progress", args=[report.slug]),
         reverse("research:report-export-markdown", args=[report.slug]),
         reverse("research:report-export-json", args=[report.slug]),
+        reverse("research:report-export-csv", args=[report.slug]),
     ]
     posts = [
         reverse("research:report-cancel", args=[report.slug]),

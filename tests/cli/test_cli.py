@@ -30,6 +30,7 @@ REPORT_JSON_FIELDS = {
     "duration_seconds",
     "retry_count",
     "citations",
+    "answers",
 }
 CITATION_FIELDS = {
     "footnote",
@@ -138,6 +139,10 @@ def test_research_json_waits_for_the_cited_report_and_resume_prints_it_again(
         document = Document.objects.get(pk=decode_id(citation["document_id"], "Document"))
         assert document.text[citation["start"] : citation["end"]] == citation["quote"]
     assert output_file.read_text(encoding="utf-8") == report.content
+    assert [a["question"] for a in body["answers"]] == [step["question"] for step in report.plan]
+    cited = {c["footnote"]: c["document_id"] for c in body["citations"]}
+    answered = [d for a in body["answers"] for d in a["documents"]]
+    assert answered and all(cited[n] == d["document_id"] for d in answered for n in d["footnotes"])
 
     # Resuming a report that has ended prints it at once, as research did.
     resumed = deepcite("resume", body["task_id"], "--json", url=live_server.url, token=token)
@@ -186,7 +191,7 @@ def test_research_timeout_exits_3_with_a_resume_hint_and_the_run_goes_on(live_se
     body = json.loads(result.stdout)
     assert set(body) == REPORT_JSON_FIELDS
     assert body["status"] == "QUEUED"
-    assert (body["result"], body["citations"]) == ("", [])
+    assert (body["result"], body["citations"], body["answers"]) == ("", [], [])
     assert "[timeout]" in result.stderr
     assert f"deepcite resume {body['task_id']}" in result.stderr
     # The client's timeout does not stop the server's run.

@@ -118,6 +118,16 @@ def test_research_shows_its_progress_on_stderr_while_it_waits(cli_corpus, capsys
     assert lines[-1].startswith(f"report {stored.pk}: completed")
     assert lines[0].startswith((f"report {stored.pk}: queued", f"report {stored.pk}: running"))
     assert len(lines) == len({line.rsplit(" · ", 1)[0] for line in lines})  # a line per stage, no repeats
+    # and the answers per sub-question: every document the sweep judged, with the footnotes citing it
+    assert [a["question"] for a in report["answers"]] == [step["question"] for step in stored.plan]
+    footnotes = {c["footnote"]: c["document_id"] for c in report["citations"]}
+    for answer in report["answers"]:
+        assert answer["swept"] and answer["documents_examined"] == 2 and answer["asked"] is None
+        for document in answer["documents"]:
+            assert document["title"] == Document.objects.get(pk=document["document_id"]).title
+            assert all(footnotes[n] == document["document_id"] for n in document["footnotes"])
+            assert document["addresses"] or not document["footnotes"]
+    assert any(d["footnotes"] for a in report["answers"] for d in a["documents"])
 
 
 def test_the_progress_line_counts_the_documents_swept_and_read_again(cli_corpus):

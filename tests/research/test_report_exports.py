@@ -1,8 +1,11 @@
 """Export of a report: Markdown (as written, footnotes and Sources with the cited quotes, and
-where it came from; a running report's findings so far) and JSON (findings with their documents,
-citations, warnings, model usage), as attachments with safe names, private and uncached, plain
-text never rendered by the browser; the creator's only."""
+where it came from; a running report's findings so far), JSON (findings with their documents,
+citations, answers, warnings, model usage) and CSV (the answers, one row per question and
+document), as attachments with safe names, private and uncached, plain text never rendered by
+the browser; the creator's only."""
 
+import csv
+import io
 import json
 
 import pytest
@@ -14,7 +17,7 @@ from research.engine.run import report_run
 from research.exports import report_export_filename
 from research.models import ReportStatus, ResearchReport
 from research.services import report_start
-from tests.factories import ingest_samples, queued_report, signed_in
+from tests.factories import ingest_agreements, ingest_samples, ingest_text, queued_report, signed_in
 
 
 @pytest.fixture
@@ -85,7 +88,11 @@ def test_a_report_still_running_exports_what_it_has(browser, user, corpus):
 
 
 def test_exports_are_the_creators_only(completed, other_user):
-    for name in ("research:report-export-markdown", "research:report-export-json"):
+    for name in (
+        "research:report-export-markdown",
+        "research:report-export-json",
+        "research:report-export-csv",
+    ):
         url = reverse(name, args=[completed.slug])
         assert Client().get(url).status_code == 302  # to sign in
         bob = Client()
@@ -97,6 +104,7 @@ def test_the_report_page_links_both_exports_and_print(browser, completed):
     page = browser.get(reverse("research:report-detail", args=[completed.slug])).content.decode()
     assert f'href="/reports/{completed.slug}/export.md" download' in page
     assert f'href="/reports/{completed.slug}/export.json" download' in page
+    assert f'href="/reports/{completed.slug}/export.csv" download' in page
     assert "data-print" in page and "research/footnotes.js" in page
 
 
@@ -134,6 +142,93 @@ def test_exports_are_attachments_never_rendered_whatever_the_report_holds(browse
     )
     data = json.loads(response.content)  # valid JSON, the text round-trips exactly
     assert data["title"] == hostile and data["markdown"] == f"# {hostile}\n\n{hostile}\n"
+
+
+def _csv(response) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(response.content.decode())))
+
+
+def test_the_csv_export_answers_a_swept_question_per_document(browser, user, corpus):
+    # given a question asked in the negative, swept over six agreements of which three insure
+    documents = ingest_agreements(corpus, 6, insured=3)
+    report = report_start(
+        user=user, corpus=corpus, prompt="Which of these agreements do not require insurance?"
+    )
+    report = report_run(report_id=report.pk)
+
+    # when
+    response = export(browser, report, "csv")
+
+    # then one row per document: the three that insure first, each with its quote and footnote
+    assert response["Content-Type"] == "text/csv; charset=utf-8"
+    assert response["Content-Disposition"] == f'attachment; filename="{report.slug}.csv"'
+    assert "no-store" in response["Cache-Control"] and "private" in response["Cache-Control"]
+    rows = _csv(response)
+    assert [(r["document"], r["addresses"]) for r in rows] == [
+        *((f"agreement-{i:02d}", "yes") for i in range(3)),
+        *((f"agreement-{i:02d}", "no") for i in range(3, 6)),
+    ]
+    assert [int(r["document_id"]) for r in rows] == documents
+    assert {r["question"] for r in rows} == {"Which of these agreements require insurance?"}
+    assert {r["asked"] for r in rows} == {"Which of these agreements do not require insurance?"}
+    footnotes = {c["document_id"]: c["footnote"] for c in report.citations}
+    for row in rows[:3]:
+        assert row["quote"].startswith("The Supplier shall maintain commercial general liability insurance")
+        assert row["footnotes"] == str(footnotes[int(row["document_id"])])
+    assert all(r["quote"] == r["footnotes"] == r["position"] == "" for r in rows[3:])
+    # the JSON export carries the same answers
+    data = json.loads(export(browser, report, "json").content)
+    assert [(d["title"], d["addresses"]) for d in data["answers"][0]["documents"]] == [
+        (r["document"], r["addresses"] == "yes") for r in rows
+    ]
+    assert data["answers"][0]["documents_examined"] == 6 and data["answers"][0]["swept"] is True
+
+
+def test_a_csv_cell_never_runs_as_a_formula_in_a_spreadsheet(browser, user, corpus):
+    # given documents whose titles and text a spreadsheet would take for formulas
+    for i, title in enumerate(["=HYPERLINK(evil)", "+1+2", "-3", "@SUM(A1)", "plain"]):
+        ingest_text(
+            corpus,
+            f"{title}.txt",
+            f"Agreement {i}.\n\nThe Supplier shall maintain commercial general liability insurance of at "
+            f"least {i + 1} million dollars throughout the term of this agreement.\n",
+        )
+    report = report_start(user=user, corpus=corpus, prompt="Which of these agreements require insurance?")
+    report = report_run(report_id=report.pk)
+
+    # when
+    rows = _csv(export(browser, report, "csv"))
+
+    # then every such cell starts with an apostrophe; the plain one is as it is
+    assert sorted(r["document"] for r in rows) == ["'+1+2", "'-3", "'=HYPERLINK(evil)", "'@SUM(A1)", "plain"]
+    assert all(r["addresses"] == "yes" for r in rows)
+
+
+def test_a_running_report_exports_the_documents_judged_so_far(browser, user, corpus):
+    # given a report whose sweep has judged two documents, one of which addresses the question
+    documents = ingest_agreements(corpus, 3, insured=1)
+    passage = Passage.objects.get(document_id=documents[0], text__contains="insurance")
+    quote = "The Supplier shall maintain commercial general liability insurance"
+    finding = {"id": 1, "claim": quote, "quote": quote, "question": 0, "origin": "sweep"}
+    finding |= {"passage_id": passage.pk, "passage_ids": [passage.pk], "document_id": documents[0]}
+    report = queued_report(
+        user,
+        corpus,
+        "Insurance",
+        status=ReportStatus.RUNNING,
+        findings=[finding],
+        plan=[{"question": "Which agreements require insurance?", "queries": [], "sweep": True}],
+        engine_state={"sweep": {"0": {"judged": documents[:2], "addressing": [documents[0]]}}},
+    )
+
+    # when
+    rows = _csv(export(browser, report, "csv"))
+
+    # then: no footnotes yet (the report is not written), the third document not yet examined
+    assert [(r["document"], r["addresses"], r["quote"], r["footnotes"]) for r in rows] == [
+        ("agreement-00", "yes", quote, ""),
+        ("agreement-01", "no", "", ""),
+    ]
 
 
 @pytest.mark.parametrize(

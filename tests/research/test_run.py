@@ -18,7 +18,7 @@ from research.engine.run import report_run, report_salvage_on_timeout
 from research.engine.writer import writer_agent
 from research.models import ReportStatus, ResearchReport
 from research.services import report_cancel, report_mark_running, report_start
-from tests.factories import ingest_text
+from tests.factories import ingest_agreements, ingest_text
 from tests.research.checks import assert_closed_citation_graph
 from tests.research.scripts import call, first_result, scripted, tool_returns
 
@@ -554,28 +554,9 @@ def test_the_report_page_is_creator_only_and_sanitized(user, other_user, report,
 
 
 # --- Levels, the sweep and presets --------------------------------------------------------------
-def _contracts(corpus, count: int, *, insured: int) -> list[int]:
-    """`count` short agreements, the first `insured` of which require insurance."""
-    ids = []
-    for i in range(count):
-        lines = [f"Agreement {i} between Party A{i} and Party B{i}.", ""]
-        if i < insured:
-            lines.append(
-                f"The Supplier shall maintain commercial general liability insurance of at least {i + 1} "
-                "million dollars throughout the term of this agreement."
-            )
-        else:
-            lines.append(
-                f"Payment of invoices is due within {30 + i} days of the invoice date by wire transfer."
-            )
-        lines += ["", f"This agreement is governed by the laws of state number {i} and its courts."]
-        ids.append(ingest_text(corpus, f"agreement-{i:02d}.txt", "\n".join(lines) + "\n").document.pk)
-    return ids
-
-
 def test_a_question_about_the_collection_sweeps_every_candidate_document(user, corpus):
     # given twelve agreements, five of which require insurance
-    documents = _contracts(corpus, 12, insured=5)
+    documents = ingest_agreements(corpus, 12, insured=5)
     report = report_start(user=user, corpus=corpus, prompt="Which of these agreements require insurance?")
     # when the run executes
     report_run(report_id=report.pk)
@@ -606,7 +587,7 @@ def test_a_question_about_the_collection_sweeps_every_candidate_document(user, c
 def test_a_question_asked_in_the_negative_is_answered_by_the_documents_without_it(user, corpus, prompt):
     # given twelve agreements, five of which require insurance, and two notes that share no word
     # with the question (no search of it reaches them)
-    documents = _contracts(corpus, 12, insured=5)
+    documents = ingest_agreements(corpus, 12, insured=5)
     for name, minutes in (("note-a.txt", "forty"), ("note-b.txt", "fifty")):
         ingest_text(
             corpus, name, f"Bake the bread at two hundred degrees for {minutes} minutes, then let it cool.\n"
@@ -649,7 +630,7 @@ def test_the_judge_reads_what_the_researchers_quoted_and_a_finding_it_turns_down
 ):
     # given twelve agreements, five of which require insurance, one more that mentions insurance
     # without requiring it, and a researcher that quotes that mention and a payment clause
-    documents = _contracts(corpus, 12, insured=5)
+    documents = ingest_agreements(corpus, 12, insured=5)
     waiver = "Neither party is required to carry insurance of any kind under this agreement."
     waived = ingest_text(corpus, "agreement-12.txt", f"Agreement 12.\n\n{waiver}\n").document.pk
     report = report_start(user=user, corpus=corpus, prompt="Which of these agreements require insurance?")
@@ -751,7 +732,7 @@ def _follow_up_quotes_a_late_clause(user, corpus, *, max_tool_calls: int | None 
 
     from research.engine.prompts import read_data
 
-    documents = _contracts(corpus, 8, insured=5)
+    documents = ingest_agreements(corpus, 8, insured=5)
     paragraphs = [f"Insurance note {n}: {_filler('memo')}" for n in range(4)]
     text = "\n\n".join(["Agreement 99.", *paragraphs, f"{COVER_CLAUSE} {_filler('terms')}"])
     late = ingest_text(corpus, "agreement-99.txt", text + "\n").document.pk
@@ -857,7 +838,7 @@ def test_the_second_reading_is_skipped_with_a_warning_when_the_budget_cannot_pay
 def test_the_sweep_stops_at_the_presets_document_cap(user, corpus):
     # given more agreements than a shallow run may judge
     cap = DEPTH_PRESETS["shallow"].sweep_documents
-    _contracts(corpus, cap + 4, insured=cap + 4)
+    ingest_agreements(corpus, cap + 4, insured=cap + 4)
     report = report_start(
         user=user, corpus=corpus, prompt="Which of these agreements require insurance?", depth="shallow"
     )
@@ -991,7 +972,7 @@ def test_the_cost_limit_salvages_like_the_other_budgets_and_cost_is_counted_per_
 
 
 def test_the_report_page_shows_a_swept_questions_table_with_clickable_footnotes(user, corpus, client):
-    documents = _contracts(corpus, 11, insured=4)
+    documents = ingest_agreements(corpus, 11, insured=4)
     report = report_start(user=user, corpus=corpus, prompt="Which of these agreements require insurance?")
     report_run(report_id=report.pk)
     stored = ResearchReport.objects.get(pk=report.pk)
