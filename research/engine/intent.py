@@ -35,6 +35,7 @@ _COLLECTION = re.compile(
     rf"(?:\w+\s+){{0,2}}(?:{DOCUMENT_NOUNS})\b"
     rf"|\b(?:each|every|all|any)\s+(?:\w+\s+)?(?:{DOCUMENT_NOUNS}|{DOCUMENT_NOUN})\b"
     rf"|\b(?:these|those)\s+(?:\w+\s+)?(?:{DOCUMENT_NOUNS})\b"
+    rf"|\bwhich\s+(?:[\w-]+\s+){{0,2}}?(?:{DOCUMENT_NOUNS})\b"
     r"|\bwhich\s+of\s+(?:these|them|those)\b|\bhow\s+(?:do|does)\s+(?:they|these|those|the\s+\w+)\s+differ\b"
     r"|\bhow\s+many\b|\bacross\s+the\b|\bin\s+the\s+collection\b|\bin\s+(?:this|the)\s+corpus\b",
     re.IGNORECASE,

@@ -30,13 +30,17 @@ SENTENCE_WITH_CARVE_OUT_MAX_CHARS = 1200
 _CLAIM_END = ".!?;:)\"'\u201d\u2019"
 # Fewer words than this is a title or a label, not a statement worth quoting.
 SENTENCE_MIN_WORDS = 6
-# Lead-ins that ask for research rather than name its subject.
+# Words that open a question, and the lead-ins that ask for research rather than name its subject.
+_WH = r"which|what|whether|who|whom|whose|when|where|why|how|if"
 _LEAD_IN = re.compile(
     r"^\s*(?:please\s+|can you\s+|could you\s+|i want you to\s+|i'd like you to\s+)*"
     r"(?:do\s+(?:a\s+)?(?:deep\s+dive|deep\s+research|research|investigation)\s+(?:on|into|about|of)\s+|"
     r"(?:deep\s+)?research(?:\s+on|\s+into|\s+about)?(?:\s*:\s*|\s+)|investigate(?:\s*:\s*|\s+)|look\s+into\s+|"
     r"find\s+out\s+(?:everything\s+)?(?:about\s+)?|tell\s+me\s+(?:everything\s+)?about\s+|"
-    r"(?:write\s+)?(?:a\s+)?report\s+on\s+)",
+    r"(?:write\s+)?(?:a\s+)?report\s+on\s+|"
+    # "I need to know which ...", "tell me which ...": the question that follows is the request.
+    r"i\s+(?:need|want|would\s+like|'d\s+like)\s+to\s+(?:know|find\s+out|understand)\s+|"
+    rf"(?:tell|show)\s+(?:me|us)\s+(?=(?:{_WH})\b))",
     re.IGNORECASE,
 )
 # Nouns for the documents of a collection, in the plural and in the singular (regex
@@ -104,6 +108,24 @@ _ELLIPSIS = re.compile(
     r"^(?:which|what)\s+(?P<preposition>by|in|under|to|for|with|from|on|at|about|of)\s+(?P<rest>.+)$",
     re.IGNORECASE,
 )
+# "Which agreements have X, and which have Y?": a second question whose subject is the first's
+# documents.
+_ELLIPTICAL_SUBJECT = re.compile(
+    r"^(?:which|what)\s+(?P<rest>(?:have|has|do|does|don't|doesn't|are|is|can|may|must|shall|should|"
+    r"will|would|lack|require|allow|permit|grant|give|cap|limit|contain|include|say|forbid|prohibit|"
+    r"restrict|set|provide|impose|let|renew|mention)\b.+)$",
+    re.IGNORECASE,
+)
+_DOCUMENTS_SUBJECT = re.compile(
+    rf"^(?:which|what)\s+(?P<documents>(?:of\s+(?:the|these|those)\s+)?(?:[\w-]+\s+){{0,2}}?"
+    rf"(?:{DOCUMENT_NOUNS}))\s+",
+    re.IGNORECASE,
+)
+# "Which contracts cap liability, and which do not?": the first question in the negative.
+_ELLIPTICAL_NEGATION = re.compile(
+    r"^(?:which|what)\s+(?P<verb>do|does|did|are|is|were|was)(?:\s+not|n['\u2019]t)[\s?.!]*$", re.IGNORECASE
+)
+_LEADING_CONJUNCTION = re.compile(r"^(?:and|or|but)\s+(?=\w)", re.IGNORECASE)
 _FRAMED_PAIR = re.compile(
     r"^(?P<frame>(?:what|which)\s+(?:are|is|were|was)\s+)(?P<rest>[^?]+)\?$", re.IGNORECASE
 )
@@ -122,18 +144,22 @@ def plan_questions(prompt: str, breadth: int) -> list[str]:
     """Sub-questions from a request: its questions, lines and bullets, and the items of an
     enumeration ("research X, Y and Z")."""
     text = _LEAD_IN.sub("", prompt.strip(), count=1)
+    led = text != prompt.strip()
     segments = []
     for s in _SEGMENT_SPLIT.split(text):
         previous = ""
         for part in _SECOND_QUESTION.split(s or ""):
             part = part.strip(" .,:;-\t")
+            if _LEADING_CONJUNCTION.match(part):  # "... liability? And how long ...?"
+                part = _LEADING_CONJUNCTION.sub("", part, count=1)
+                part = part[0].upper() + part[1:]
             if part:
                 part = _complete_ellipsis(previous, part)
                 segments.append(part)
                 previous = part
     questions: list[str] = []
     for segment in segments:
-        segment = _as_question(_LEAD_IN.sub("", segment, count=1).strip(" .,:;"))
+        segment = _as_question(_asked(segment, led=led))
         items = [i.strip(" .,:;") for i in _ENUMERATION.split(segment)]
         # Two items are two subjects only when each names one in two words or more ("the
         # liability caps and the termination rights", not "terms and conditions of renewal").
@@ -149,6 +175,17 @@ def plan_questions(prompt: str, breadth: int) -> list[str]:
     if not questions and prompt.strip():
         questions = [" ".join(prompt.split())[:300]]
     return questions[: max(1, breadth)]
+
+
+def _asked(segment: str, *, led: bool = False) -> str:
+    """The segment without its lead-in; a question a lead-in opened (`led`: the request's, or
+    the segment's own: "I need to know which agreements have ...") is asked as one: "Which
+    agreements have ...?"."""
+    text = _LEAD_IN.sub("", segment, count=1).strip(" .,:;")
+    led = led or text != segment.strip(" .,:;")
+    if led and re.match(rf"(?:{_WH})\b", text, re.IGNORECASE):
+        text = text[0].upper() + text[1:].rstrip(" .!") + ("" if text.endswith("?") else "?")
+    return text
 
 
 def _as_question(segment: str) -> str:
@@ -209,8 +246,19 @@ def without_words(text: str, phrase: str) -> str:
 def _complete_ellipsis(previous: str, part: str) -> str:
     """ "... governed by Delaware law, and which by California law?" asks "Which agreements are
     governed by California law?": a second question that is only "which" and a phrase takes the
-    first question's words before the same preposition."""
+    first question's words before the same preposition. "Which agreements have exclusivity
+    provisions, and which have non-competes?" asks "Which agreements have non-competes?": a
+    second question that is "which" and a verb takes the first question's documents, and "and
+    which do not?" asks the first in the negative ("Which agreements do not have ...?")."""
     match = _ELLIPSIS.match(part)
+    documents = _DOCUMENTS_SUBJECT.match(previous)
+    negation, subject = _ELLIPTICAL_NEGATION.match(part), _ELLIPTICAL_SUBJECT.match(part)
+    if negation and documents:  # "and which do not?", "and which are not?"
+        return _negative_of(
+            previous[documents.end() :].strip(" ?.!"), documents["documents"], negation["verb"]
+        )
+    if not match and subject and documents:  # "and which have non-competes?"
+        return f"Which {documents['documents']} {subject['rest']}"
     if not match or not previous:
         return part
     before = [m.start() for m in re.finditer(rf"\b{match['preposition']}\b", previous, re.IGNORECASE)]
@@ -218,6 +266,16 @@ def _complete_ellipsis(previous: str, part: str) -> str:
         return part
     completed = f"{previous[: before[-1]]}{match['preposition']} {match['rest']}"
     return completed[0].upper() + completed[1:]
+
+
+def _negative_of(said: str, documents: str, verb: str) -> str:
+    """ "Which <documents> do not <said>?" ("... are not <said>?" where `said` is "are ...")."""
+    verb = verb.lower()
+    if verb in {"do", "does", "did"}:
+        return f"Which {documents} do not {said}?"
+    if said.lower().startswith(f"{verb} "):
+        return f"Which {documents} {verb} not {said[len(verb) + 1 :]}?"
+    return f"Which {documents} {verb} not?"
 
 
 def _framed_pair(segment: str) -> list[str] | None:

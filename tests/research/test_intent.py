@@ -22,6 +22,7 @@ def _limits(settings):
         "What does each contract say about audits?",
         "Is remote work allowed under every policy?",
         "How many leases renew automatically?",
+        "I need to know which agreements have exclusivity provisions",
     ],
 )
 def test_collection_markers_make_a_collection_question(text):

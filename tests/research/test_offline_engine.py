@@ -79,6 +79,31 @@ from research.engine.text import (
         ("List the agreements governed by New York law", ["Which agreements are governed by New York law?"]),
         ("List the agreements in force", ["List the agreements in force"]),
         ("List the contracts without a non-compete.", ["Which contracts do not have a non-compete?"]),
+        # a question a lead-in opens is asked as one; a second one takes the first's documents
+        (
+            "I need to know which agreements have exclusivity provisions and which have non-competes",
+            ["Which agreements have exclusivity provisions?", "Which agreements have non-competes?"],
+        ),
+        (
+            "Tell me which contracts include a most favored nation clause",
+            ["Which contracts include a most favored nation clause?"],
+        ),
+        (
+            "Which contracts cap liability? And how long do the warranties last?",
+            ["Which contracts cap liability?", "How long do the warranties last?"],
+        ),
+        # "and which do not?" asks the first question in the negative
+        (
+            "Which of these contracts cap liability, and which do not?",
+            ["Which of these contracts cap liability", "Which of these contracts do not cap liability?"],
+        ),
+        (
+            "Which agreements are governed by New York law and which are not?",
+            [
+                "Which agreements are governed by New York law",
+                "Which agreements are not governed by New York law?",
+            ],
+        ),
         # no preposition the first question has: asked as it is
         (
             "Which contracts cap liability, and which under English law?",

@@ -618,6 +618,27 @@ def test_a_question_asked_in_the_negative_is_answered_by_the_documents_without_i
     assert_closed_citation_graph(stored)
 
 
+def test_which_do_and_which_do_not_is_answered_both_ways(user, corpus):
+    # given six agreements, two of which require insurance
+    documents = ingest_agreements(corpus, 6, insured=2)
+    report = report_start(
+        user=user, corpus=corpus, prompt="Which agreements require insurance, and which do not?"
+    )
+    # when the run executes
+    report_run(report_id=report.pk)
+    # then the second question is the first asked in the negative, answered by the other four
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert [step.get("asked") for step in stored.plan] == [None, "Which agreements do not require insurance?"]
+    assert {c["document_id"] for c in stored.citations} == set(documents[:2])
+    without = _section_lines(
+        stored.content, "## Documents without it: Which agreements do not require insurance?"
+    )
+    assert [line for line in without if line.startswith("- ")] == [
+        f"- *agreement-{i:02d}*" for i in range(2, 6)
+    ]
+    assert_closed_citation_graph(stored)
+
+
 def _section_lines(content: str, heading: str) -> list[str]:
     lines = content.splitlines()
     start = lines.index(heading) + 1
