@@ -32,6 +32,8 @@ class QuestionSummary:
     # Titles of documents judged not to address it, and ids of those judged to address it.
     not_addressing: Sequence[str] = ()
     addressing: Sequence[int] = ()
+    # The ids of the documents judged not to address it, in the order of `not_addressing`.
+    not_addressing_ids: Sequence[int] = ()
     # Titles of documents judged not to address it whose researchers' findings for it quote a
     # passage the judge read: those findings are set aside (findings_set_aside), not cited.
     set_aside: Sequence[str] = ()
@@ -62,11 +64,14 @@ def compose_report(
     positions: Mapping[int, Sequence[Position]] | None = None,
     note: str | None = None,
     brief: bool = False,
+    both: Sequence[Mapping[str, Any]] = (),
 ) -> str:
     """The report: Summary with counts, Key findings by position, a per-document table for
     swept questions, Detailed analysis, Gaps. `positions` groups each question's findings
     (question index -> positions); a question without groups lists its findings by document.
-    `brief` (the fast path): the answer's findings and the gaps only."""
+    `both`: questions of the request ({question, of: [two question indices]}) answered by the
+    documents that answer both of theirs. `brief` (the fast path): the answer's findings and
+    the gaps only."""
     by_index = _assign(questions, findings)
     titles = {int(k): v for k, v in document_titles.items()}
     lines = [f"# {_one_line(title)}", ""]
@@ -75,7 +80,9 @@ def compose_report(
     if brief:
         lines += _brief(by_index, titles)
     else:
-        lines += _summary(by_index, positions or {}, titles)
+        conjunctions = _conjunctions(by_index, both, titles)
+        lines += _summary(by_index, positions or {}, titles, conjunctions)
+        lines += _both(conjunctions)
         lines += _key_findings(by_index, positions or {}, titles)
         lines += _absent(by_index, titles)
         lines += _tables(by_index, positions or {}, titles)
@@ -103,9 +110,19 @@ def _assign(
 
 
 def _summary(
-    by_index: dict[int, _Question], positions: Mapping[int, Sequence[Position]], titles: Mapping[int, str]
+    by_index: dict[int, _Question],
+    positions: Mapping[int, Sequence[Position]],
+    titles: Mapping[int, str],
+    conjunctions: Sequence["_Conjunction"] = (),
 ) -> list[str]:
     lines = ["## Summary", ""]
+    for both in conjunctions:
+        count = len(both.documents)
+        lines.append(
+            f"- **{_one_line(both.question)}** {count} document{_s(range(count))} of those examined "
+            f"answer{'s' if count == 1 else ''} both *{_one_line(both.first)}* and "
+            f"*{_one_line(both.second)}* (listed under Documents answering both)."
+        )
     answered = [q for q in by_index.values() if q.findings or _answers_by_absence(q)]
     if not answered:
         return [
@@ -141,6 +158,71 @@ def _summary(
         else:
             lines.append(f"- **{_one_line(q.question)}** {head}: {_cite(item.findings[0])}")
     lines.append("")
+    return lines
+
+
+@dataclass(frozen=True)
+class _Conjunction:
+    question: str
+    first: str
+    second: str
+    # (title, the findings of the two questions quoting it) of each document answering both, by title
+    documents: Sequence[tuple[str, Sequence[Mapping[str, Any]]]]
+
+
+def _answer(item: _Question, titles: Mapping[int, str]) -> dict[int, str]:
+    """The documents answering a question, id -> title: for one asked in the negative those
+    examined without it, else those judged to address it or quoted for it."""
+    quoted = {f["document_id"]: _title(titles, f) for f in item.findings}
+    q = item.summary
+    if q.asked:
+        return {
+            d: _one_line(t)
+            for d, t in zip(q.not_addressing_ids, q.not_addressing, strict=False)
+            if d not in quoted
+        }
+    return {d: quoted.get(d) or _one_line(titles.get(d) or f"Document {d}") for d in {*q.addressing, *quoted}}
+
+
+def _conjunctions(
+    by_index: dict[int, _Question], both: Sequence[Mapping[str, Any]], titles: Mapping[int, str]
+) -> list[_Conjunction]:
+    found = []
+    for entry in both:
+        of = [by_index.get(i) for i in entry.get("of") or ()]
+        if len(of) != 2 or None in of or not all(item.summary.swept for item in of):
+            continue
+        first, second = of
+        answers = [_answer(first, titles), _answer(second, titles)]
+        shared = set(answers[0]) & set(answers[1])
+        cites = {d: [f for item in of for f in item.findings if f["document_id"] == d] for d in shared}
+        documents = sorted(((answers[0][d], cites[d]) for d in shared), key=lambda t: t[0].lower())
+        found.append(
+            _Conjunction(
+                str(entry.get("question") or ""),
+                first.summary.asked or first.summary.question,
+                second.summary.asked or second.summary.question,
+                documents,
+            )
+        )
+    return found
+
+
+def _both(conjunctions: Sequence[_Conjunction]) -> list[str]:
+    """Each conjunction's documents: those answering both of its questions, each with the
+    findings of the questions it is cited for (an absence has none)."""
+    lines: list[str] = []
+    for both in conjunctions:
+        lines += [
+            f"## Documents answering both: {_one_line(both.question)}",
+            "",
+            f"These {len(both.documents)} documents answer both *{_one_line(both.first)}* and "
+            f"*{_one_line(both.second)}* (with the first quote of each that says so; an absence has none):",
+            "",
+        ]
+        for title, cited in both.documents:
+            lines.append(f"- *{title}*" + "".join(f": {_cite(f, cell=True)}" for f in cited[:1]))
+        lines.append("")
     return lines
 
 
@@ -395,6 +477,7 @@ def plan_questions_summary(
                 swept=bool(step.get("sweep")),
                 documents_examined=len(examined),
                 not_addressing=[titles.get(d, f"Document {d}") for d in examined if d not in addressing],
+                not_addressing_ids=[d for d in examined if d not in addressing],
                 addressing=sorted(addressing),
                 set_aside=[titles.get(d, f"Document {d}") for d in sorted(overruled)],
                 asked=str(step.get("asked") or ""),
@@ -473,4 +556,5 @@ def compose_from_findings(
         positions=positions_by_words(questions, findings),
         note=note,
         brief=engine_state.get("strategy") == "fast",
+        both=engine_state.get("both") or [],
     )

@@ -42,7 +42,7 @@ from research.engine.researcher import (
     researcher_agent,
 )
 from research.engine.store import RunStore, SweepEvidence
-from research.engine.text import keywords, negated, without_words
+from research.engine.text import keywords, negated, request_conjunctions, without_words
 from research.engine.writer import (
     EXTRACTIVE_NOTE,
     Draft,
@@ -167,11 +167,24 @@ class Orchestration:
             for sub in plan.sub_questions
         ]
         await self.store.record_plan(plan=self.plan)
+        self.state["both"] = self._conjunctions()
         self.state["directions"] = [
             Direction(step["question"], tuple(step["queries"]), plan_index=i).as_dict()
             for i, step in enumerate(self.plan)
         ]
         await self._progress("researching", level=1, levels=self.preset.depth, checkpoint=True)
+
+    def _conjunctions(self) -> list[dict[str, Any]]:
+        """The request's questions asking for documents that answer two ("Which contracts have
+        both X and Y?", "... X but no Y?") whose two questions the plan sweeps: {question, of:
+        [the plan indices]}, answered by the documents that answer both."""
+        index = {_key(step.get("asked") or step["question"]): i for i, step in enumerate(self.plan)}
+        found = []
+        for asked, first, second in request_conjunctions(self.prompt):
+            pair = [index.get(_key(first)), index.get(_key(second))]
+            if None not in pair and all(self.plan[i].get("sweep") for i in pair):
+                found.append({"question": asked, "of": pair})
+        return found
 
     def _swept(self, direction: Direction) -> bool:
         index = direction.plan_index
@@ -466,7 +479,12 @@ class Orchestration:
             rubric=self.rubric,
             intro="Write the report from these findings." + (f" The critic asks: {note}" if note else ""),
             data=writer_prompt_data(
-                title=self.title, questions=questions, findings=findings, titles=titles, brief=brief
+                title=self.title,
+                questions=questions,
+                findings=findings,
+                titles=titles,
+                brief=brief,
+                both=self.state.get("both") or [],
             ),
         )
         deps = WriterDeps(store=self.store, finding_ids={f["id"] for f in findings})
@@ -597,6 +615,10 @@ async def _all(coroutines: Any) -> list[Any]:
         await asyncio.gather(*pending, return_exceptions=True)
         raise failed.exception()
     return [t.result() for t in tasks]
+
+
+def _key(question: str) -> str:
+    return " ".join(question.lower().split()).rstrip(" ?.!")
 
 
 def _plan_step(question: str, queries: Sequence[str], *, sweep: bool) -> dict[str, Any]:

@@ -141,8 +141,38 @@ _SENTENCE_END = re.compile(
 
 # --- Planning -------------------------------------------------------------------------------
 def plan_questions(prompt: str, breadth: int) -> list[str]:
-    """Sub-questions from a request: its questions, lines and bullets, and the items of an
-    enumeration ("research X, Y and Z")."""
+    """Sub-questions from a request: its questions, lines and bullets, the items of an
+    enumeration ("research X, Y and Z") and the two questions of a conjunction ("Which contracts
+    have both X and Y?")."""
+    questions: list[str] = []
+    for segment in request_segments(prompt):
+        items = [i.strip(" .,:;") for i in _ENUMERATION.split(segment)]
+        # Two items are two subjects only when each names one in two words or more ("the
+        # liability caps and the termination rights", not "terms and conditions of renewal").
+        is_enumeration = (
+            "?" not in segment
+            and all(0 < len(words(i)) <= 6 for i in items)
+            and (len(items) >= 3 or (len(items) == 2 and all(len(content_words(i)) >= 2 for i in items)))
+        )
+        pair = conjunction(segment)
+        parts = list(pair) if pair else items if is_enumeration else _framed_pair(segment) or [segment]
+        for item in parts:
+            if item and content_words(item) and item.lower() not in {q.lower() for q in questions}:
+                questions.append(item)
+    if not questions and prompt.strip():
+        questions = [" ".join(prompt.split())[:300]]
+    return questions[: max(1, breadth)]
+
+
+def request_conjunctions(prompt: str) -> list[tuple[str, str, str]]:
+    """(the question as asked, its first question, its second) for each question of the request
+    that is a conjunction (conjunction): the report answers it with the documents answering both."""
+    return [(segment, *pair) for segment in request_segments(prompt) if (pair := conjunction(segment))]
+
+
+def request_segments(prompt: str) -> list[str]:
+    """The request's questions, lines and bullets, without lead-ins, elliptical second questions
+    completed, and a request for documents asked as the question it is."""
     text = _LEAD_IN.sub("", prompt.strip(), count=1)
     led = text != prompt.strip()
     segments = []
@@ -157,24 +187,7 @@ def plan_questions(prompt: str, breadth: int) -> list[str]:
                 part = _complete_ellipsis(previous, part)
                 segments.append(part)
                 previous = part
-    questions: list[str] = []
-    for segment in segments:
-        segment = _as_question(_asked(segment, led=led))
-        items = [i.strip(" .,:;") for i in _ENUMERATION.split(segment)]
-        # Two items are two subjects only when each names one in two words or more ("the
-        # liability caps and the termination rights", not "terms and conditions of renewal").
-        is_enumeration = (
-            "?" not in segment
-            and all(0 < len(words(i)) <= 6 for i in items)
-            and (len(items) >= 3 or (len(items) == 2 and all(len(content_words(i)) >= 2 for i in items)))
-        )
-        parts = items if is_enumeration else _framed_pair(segment) or [segment]
-        for item in parts:
-            if item and content_words(item) and item.lower() not in {q.lower() for q in questions}:
-                questions.append(item)
-    if not questions and prompt.strip():
-        questions = [" ".join(prompt.split())[:300]]
-    return questions[: max(1, breadth)]
+    return [_as_question(_asked(segment, led=led)) for segment in segments]
 
 
 def _asked(segment: str, *, led: bool = False) -> str:
@@ -233,6 +246,39 @@ def negated(question: str) -> Negated | None:
         head = f"Which {match['there']} " if match["there"] else match["head"]
         return Negated(f"{head}{affirmed}?", found.group(0).strip())
     return None
+
+
+# "Which contracts have both a non-compete and an exclusivity clause?", "Which contracts have a
+# non-compete but no exclusivity clause?": two questions, the documents answering both the answer.
+_CONJUNCTION = re.compile(
+    rf"^(?:which|what)\s+(?P<documents>(?:of\s+(?:the|these|those)\s+)?(?:[\w-]+\s+){{0,2}}?"
+    rf"(?:{DOCUMENT_NOUNS}))\s+(?P<verb>[a-z]+)\s+"
+    r"(?:both\s+(?P<first>.+?)\s+and\s+(?P<second>.+?)|"
+    r"(?P<kept>.+?)\s+(?:but|and)\s+(?P<negation>not|no|lack|(?:do\s+not|don't|don\u2019t)\s+have|without)\s+"
+    r"(?P<lacked>.+?))[\s?.!]*$",
+    re.IGNORECASE,
+)
+
+
+def conjunction(question: str) -> tuple[str, str] | None:
+    """ "Which contracts have both a non-compete and an exclusivity clause?" -> ("Which contracts
+    have a non-compete?", "Which contracts have an exclusivity clause?"); "... have a non-compete
+    but no exclusivity clause?" -> (..., "Which contracts have no exclusivity clause?"), the
+    second asked in the negative (negated). The report answers with the documents that answer
+    both. None for a question of another shape."""
+    match = _CONJUNCTION.match(" ".join(question.split()))
+    if match is None or match["verb"].lower() in {"do", "does", "did", "are", "is", "not"}:
+        return None
+    documents, verb = match["documents"], match["verb"]
+    if match["first"]:
+        pair = (f"{verb} {match['first']}", f"{verb} {match['second']}")
+    else:
+        negation = match["negation"].lower()
+        lacked = {"not": f"do not {verb}", "no": f"{verb} no"}.get(negation, "do not have")
+        pair = (f"{verb} {match['kept']}", f"{lacked} {match['lacked']}")
+    if not all(content_words(part) for part in pair):
+        return None
+    return (f"Which {documents} {pair[0]}?", f"Which {documents} {pair[1]}?")
 
 
 def without_words(text: str, phrase: str) -> str:

@@ -90,10 +90,13 @@ def writer_prompt_data(
     findings: list[dict[str, Any]],
     titles: dict[int, str],
     brief: bool,
+    both: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     return {
         "title": title,
         "brief": brief,
+        # questions of the request answered by the documents that answer two of `questions`
+        "both": both or [],
         "questions": [
             {
                 "index": q.index,
@@ -101,6 +104,7 @@ def writer_prompt_data(
                 "swept": q.swept,
                 "documents_examined": q.documents_examined,
                 "not_addressing": list(q.not_addressing),
+                "not_addressing_ids": list(q.not_addressing_ids),
                 "addressing": list(q.addressing),
                 "set_aside": list(q.set_aside),
                 **({"asked": q.asked} if q.asked else {}),
@@ -135,6 +139,7 @@ def offline_writer() -> FunctionModel:
                 swept=q["swept"],
                 documents_examined=q["documents_examined"],
                 not_addressing=q["not_addressing"],
+                not_addressing_ids=q.get("not_addressing_ids", []),
                 addressing=q.get("addressing", []),
                 set_aside=q.get("set_aside", []),
                 asked=q.get("asked", ""),
@@ -166,6 +171,7 @@ def offline_writer() -> FunctionModel:
             positions=positions,
             note=EXTRACTIVE_NOTE,
             brief=bool(data.get("brief")),
+            both=data.get("both") or [],
         )
         call = ToolCallPart("submit_report", {"markdown": markdown}, tool_call_id="submit")
         return ModelResponse(parts=[call], model_name=OFFLINE_WRITER)

@@ -364,6 +364,7 @@ def test_plan_questions_summary_counts_what_the_sweep_judged():
             addressing=[1],
             set_aside=["B"],
             asked="not q",
+            not_addressing_ids=[2, 3],
         )
     ]
 
@@ -421,7 +422,9 @@ def test_plan_questions_summary_keeps_plan_indices_and_names_untitled_documents(
 
     # then
     assert questions == [
-        QuestionSummary(index=0, question="first", not_addressing=[], addressing=[], set_aside=[]),
+        QuestionSummary(
+            index=0, question="first", not_addressing=[], addressing=[], set_aside=[], not_addressing_ids=[]
+        ),
         QuestionSummary(
             index=3,
             question="third",
@@ -430,6 +433,7 @@ def test_plan_questions_summary_keeps_plan_indices_and_names_untitled_documents(
             not_addressing=["Document 7", "A"],
             addressing=[],
             set_aside=[],
+            not_addressing_ids=[7, 1],
         ),
     ]
 

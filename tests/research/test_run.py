@@ -639,6 +639,49 @@ def test_which_do_and_which_do_not_is_answered_both_ways(user, corpus):
     assert_closed_citation_graph(stored)
 
 
+@pytest.mark.parametrize(
+    ("prompt", "answering"),
+    [
+        ("Which agreements have both an insurance requirement and an audit right?", [0, 2]),
+        ("Which agreements require insurance but do not have an audit right?", [1, 3]),
+    ],
+)
+def test_a_question_about_two_clauses_is_answered_by_the_documents_answering_both(
+    user, corpus, prompt, answering
+):
+    # given eight agreements: the first four require insurance, the even ones grant an audit right
+    for i in range(8):
+        lines = [f"Agreement {i} between Party A{i} and Party B{i}.", ""]
+        if i < 4:
+            lines += [
+                f"The Supplier shall maintain commercial general liability insurance of at least {i + 1} "
+                "million dollars throughout the term of this agreement.",
+                "",
+            ]
+        if i % 2 == 0:
+            lines += [
+                f"The Customer may audit the books and records of the Supplier once every {i + 1} months.",
+                "",
+            ]
+        lines.append(f"Payment of invoices is due within {30 + i} days of the invoice date by wire transfer.")
+        ingest_text(corpus, f"agreement-{i:02d}.txt", "\n".join(lines) + "\n")
+    report = report_start(user=user, corpus=corpus, prompt=prompt)
+    # when the run executes
+    report_run(report_id=report.pk)
+    # then each clause was swept on its own, and the report lists the documents answering both
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert len(stored.plan) == 2 and all(step["sweep"] for step in stored.plan)
+    assert stored.engine_state["both"] == [{"question": prompt, "of": [0, 1]}]
+    both = _section_lines(stored.content, f"## Documents answering both: {prompt}")
+    assert [line.split(":", 1)[0] for line in both if line.startswith("- ")] == [
+        f"- *agreement-{i:02d}*" for i in answering
+    ]
+    assert all("<" not in line and "[^" in line for line in both if line.startswith("- "))  # each cited
+    summary = "\n".join(_section_lines(stored.content, "## Summary"))
+    assert f"**{prompt}** 2 documents of those examined answer both" in summary
+    assert_closed_citation_graph(stored)
+
+
 def _section_lines(content: str, heading: str) -> list[str]:
     lines = content.splitlines()
     start = lines.index(heading) + 1
