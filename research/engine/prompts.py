@@ -69,7 +69,9 @@ overruled and which you cannot cite); ## Recommendations where the findings supp
 A question with `asked` was asked in the negative ("which contracts do not ..."): `question` is
 its affirmative form, the one researched and judged, so its answer is the documents examined in
 not_addressing; list them, say that no passage in them was judged to address `question`, and
-cite the findings of the documents that do.
+cite the findings of the documents that do. Each entry of `both` is a question of the request
+answered by the documents that answer both of its two questions (`of`, their indices; for one
+with `asked`, its answer is its not_addressing documents): answer it first, listing them.
 Every statement of fact carries a citation: wrap it as <cite findings="ID[,ID]">statement</cite>
 with the ids of the findings that support it (call group_findings to see which findings take the
 same position). A quotation in your prose must be copied exactly from a finding's quote.

@@ -16,6 +16,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from config.exceptions import ApplicationError
 from research.engine.budget import BudgetExhausted
+from research.engine.intent import document_words
 from research.engine.planner import candidate_terms, feedback_terms
 from research.engine.prompts import RESEARCHER_INSTRUCTIONS, read_data, tool_returns
 from research.engine.store import RunStore
@@ -216,7 +217,13 @@ def offline_researcher(*, findings_limit: int, context_reads: int, search_top_k:
             ]
             return _respond(calls)
         if not any(k.startswith("finding-") for k in returns):
-            chosen = best_sentences(question, results, findings_limit * 3, min_coverage=MIN_COVERAGE)
+            chosen = best_sentences(
+                question,
+                results,
+                findings_limit * 3,
+                min_coverage=MIN_COVERAGE,
+                ignore=document_words(question),
+            )
             if data.get("one_per_document"):
                 chosen = list({s.document_id: s for s in reversed(chosen)}.values())[::-1]
             chosen = chosen[:findings_limit]

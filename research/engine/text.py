@@ -466,7 +466,12 @@ def _is_statement(sentence: str) -> bool:
 
 
 def best_sentences(
-    question: str, results: Sequence[dict[str, Any]], limit: int, *, min_coverage: float = 0.0
+    question: str,
+    results: Sequence[dict[str, Any]],
+    limit: int,
+    *,
+    min_coverage: float = 0.0,
+    ignore: Sequence[str] = (),
 ) -> list[Sentence]:
     """The sentences that share the most (and rarest) words with the question, at most one per
     passage, from body passages only; a sentence sharing no content word, or less than
@@ -474,8 +479,10 @@ def best_sentences(
     sentence is read with its section's heading ("Incident Response" says what the sentences
     under it are about): the last heading above it in its passage, else the passage's. A word
     only its heading says weighs HEADING_WORD_WEIGHT of one the sentence says itself (a title's
-    "Retention Policy" does not make "Version 3.2, approved by the Council" about retention)."""
-    terms = set(content_words(question))
+    "Retention Policy" does not make "Version 3.2, approved by the Council" about retention).
+    The words of `ignore` (those naming the documents: "which agreements ...") are not the
+    question's: every "This Agreement shall ..." would share them."""
+    terms = set(content_words(question)) - set(content_words(" ".join(ignore)))
     if not terms:
         return []
     candidates: list[tuple[int, dict[str, Any], str, set[str], set[str]]] = []

@@ -129,3 +129,26 @@ def test_the_quote_comes_from_the_passage_the_scopes_scores_rank_highest():
     assert verdict["addresses"] is True
     assert verdict["passage_id"] == 4
     assert verdict["quote"] == clause["text"]
+
+
+def test_the_words_naming_the_documents_neither_choose_the_quote_nor_make_a_document_address_it():
+    # given an agreement whose passage opens with its name and goes on to its audit clause
+    text = (
+        "Agreement 4 between Party A4 and Party B4.\n\n"
+        "The Customer may audit the books and records of the Supplier once every five months."
+    )
+    passage = {"passage_id": 1, "document_id": 9, "is_heading": False, "lexical_score": 8.0, "text": text}
+    question = "Which agreements have an audit right?"
+
+    # when
+    verdict = decide(_item(question=question, passages=[passage]))
+
+    # then the quote is the audit clause, not the line sharing only "agreement" with the question
+    assert (
+        verdict["quote"]
+        == "The Customer may audit the books and records of the Supplier once every five months."
+    )
+
+    # and a passage sharing only that word with the question quotes nothing
+    named = {**passage, "text": "Agreement 4 between Party A4 and Party B4, made on the first of May."}
+    assert decide(_item(question=question, passages=[named])) == {"question": 0, "addresses": False}
