@@ -213,11 +213,14 @@ def _both(conjunctions: Sequence[_Conjunction]) -> list[str]:
     findings of the questions it is cited for (an absence has none)."""
     lines: list[str] = []
     for both in conjunctions:
+        pair = f"both *{_one_line(both.first)}* and *{_one_line(both.second)}*"
+        lines += [f"## Documents answering both: {_one_line(both.question)}", ""]
+        if not both.documents:
+            lines += [f"No document examined answers {pair}.", ""]
+            continue
         lines += [
-            f"## Documents answering both: {_one_line(both.question)}",
-            "",
-            f"These {len(both.documents)} documents answer both *{_one_line(both.first)}* and "
-            f"*{_one_line(both.second)}* (with the first quote of each that says so; an absence has none):",
+            f"These {len(both.documents)} documents answer {pair} (with the first quote of each "
+            "that says so; an absence has none):",
             "",
         ]
         for title, cited in both.documents:
@@ -233,9 +236,14 @@ def _answers_by_absence(item: _Question) -> bool:
 
 def absent_titles(item: _Question, titles: Mapping[int, str]) -> list[str]:
     """The documents examined for a swept question that no passage was judged to address and no
-    researcher quoted for it."""
+    researcher quoted for it (by id where the summary has them: two documents may share a title)."""
+    q = item.summary
+    if len(q.not_addressing_ids) == len(q.not_addressing):
+        quoted_ids = {f["document_id"] for f in item.findings}
+        kept = (t for d, t in zip(q.not_addressing_ids, q.not_addressing, strict=True) if d not in quoted_ids)
+        return sorted(kept, key=str.lower)
     quoted = {_title(titles, f) for f in item.findings}
-    return sorted({t for t in item.summary.not_addressing if t not in quoted}, key=str.lower)
+    return sorted({t for t in q.not_addressing if t not in quoted}, key=str.lower)
 
 
 def _absence_line(

@@ -641,3 +641,73 @@ def test_a_long_claim_is_shortened_in_the_table_and_whole_elsewhere():
     first = " ".join(f"word{n}" for n in range(30))
     assert f'| Alpha NDA | words | <cite findings="1">{first} \u2026</cite> |' in report
     assert f'- <cite findings="1">{claim}</cite> (*Alpha NDA*)' in report
+
+
+def test_two_documents_of_one_title_are_both_listed_without_it():
+    # given two examined documents that share a title, neither addressing the affirmative question
+    questions = [
+        _swept(
+            question=AFFIRMED,
+            asked=NEGATED,
+            not_addressing=["Doc D", "Doc D"],
+            not_addressing_ids=[7, 8],
+        )
+    ]
+
+    # when
+    report = compose_report(
+        title="NDA review", questions=questions, findings=SWEEP_FINDINGS, document_titles=TITLES
+    )
+
+    # then each is counted and listed
+    assert _section(report, f"## Documents without it: {NEGATED}")[1:] == ["- *Doc D*", "- *Doc D*"]
+
+
+def test_a_question_about_two_clauses_lists_the_documents_answering_both():
+    # given "both X and not Y": X swept with documents 1-3 addressing it, Y (asked in the negative)
+    # with documents 2 and 4 addressing it, so that 1 and 3 lack Y
+    both_question = "Which NDAs require return but no destruction?"
+    questions = [
+        _swept(index=0, not_addressing=["Delta NDA"], not_addressing_ids=[4], documents_examined=4),
+        _swept(
+            index=1,
+            question="Which NDAs require any destruction?",
+            asked="Which NDAs require no destruction?",
+            addressing=[2, 4],
+            not_addressing=["Alpha NDA", "Gamma NDA"],
+            not_addressing_ids=[1, 3],
+            documents_examined=4,
+        ),
+    ]
+    findings = [{**f, "question": 0} for f in SWEEP_FINDINGS]
+
+    # when
+    report = compose_report(
+        title="NDA review",
+        questions=questions,
+        findings=findings,
+        document_titles=TITLES,
+        both=[{"question": both_question, "of": [0, 1]}],
+    )
+
+    # then the Summary answers it first and the section lists 1 and 3, each with its finding
+    assert _section(report, "## Summary")[0] == (
+        f"- **{both_question}** 2 documents of those examined answer both *{RETURN_QUESTION}* and "
+        "*Which NDAs require no destruction?* (listed under Documents answering both)."
+    )
+    assert _section(report, f"## Documents answering both: {both_question}")[1:] == [
+        '- *Alpha NDA*: <cite findings="2">Alpha requires return</cite>',
+        '- *Gamma NDA*: <cite findings="1">Gamma requires destruction</cite>',
+    ]
+
+    # and with no document answering both, it says so
+    none = compose_report(
+        title="NDA review",
+        questions=[questions[0], _swept(index=1, question="q2", addressing=[5], not_addressing=[])],
+        findings=findings,
+        document_titles=TITLES,
+        both=[{"question": both_question, "of": [0, 1]}],
+    )
+    assert _section(none, f"## Documents answering both: {both_question}") == [
+        f"No document examined answers both *{RETURN_QUESTION}* and *q2*."
+    ]
