@@ -109,14 +109,16 @@ def offline_critic() -> FunctionModel:
 
 
 def review(data: dict[str, Any]) -> dict[str, Any]:
-    """Gaps: sub-questions with no finding (researched again with their keywords alone) and
+    """Gaps: sub-questions with no finding (researched again with their keywords alone; not one
+    asked in the negative and swept, which no finding may rightly answer) and
     rubric lines whose words the report does not hold; findings of the sweep the draft leaves
     uncited. The offline writer states only what its quotes say, so no finding is disputed."""
     findings = data.get("findings", [])
     answered = {f.get("question") for f in findings}
     gaps = []
     for question in data.get("questions", []):
-        if question["index"] not in answered:
+        # a question asked in the negative that no document addresses is answered by all of them
+        if question["index"] not in answered and not (question.get("asked") and question.get("swept")):
             gaps.append(
                 {
                     "direction": keywords(question["question"]) or question["question"],
