@@ -282,10 +282,10 @@ def conjunction(question: str) -> tuple[str, str] | None:
 
 
 def without_words(text: str, phrase: str) -> str:
-    """`text` without the words of `phrase` that a search would use (a negation's "lack",
-    "without"); stopwords ("not", "no") search nothing and stay."""
-    dropped = {w for w in words(phrase) if w not in STOPWORDS}
-    kept = [w for w in text.split() if w.strip(".,;:?!").lower() not in dropped]
+    """`text` without the words of `phrase` that a search would use, in any form (a negation's
+    "lack" takes "lacking" too); stopwords ("not", "no") search nothing and stay."""
+    dropped = {stem(w) for w in words(phrase) if w not in STOPWORDS}
+    kept = [w for w in text.split() if stem(w.strip(".,;:?!").lower()) not in dropped]
     return " ".join(kept)
 
 

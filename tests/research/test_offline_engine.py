@@ -176,6 +176,7 @@ def test_a_negation_that_is_not_about_the_documents_lacking_something_is_kept(qu
 
 def test_a_negations_search_words_are_left_out_of_a_query():
     assert without_words("contracts lack audit right", "lack") == "contracts audit right"
+    assert without_words("contracts lacking an audit right", "lack") == "contracts an audit right"
     assert without_words("contracts that do not have a non-compete", "do not") == (
         "contracts that do not have a non-compete"
     )

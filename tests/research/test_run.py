@@ -4,6 +4,8 @@ import re
 import pytest
 from asgiref.sync import sync_to_async
 from django.urls import reverse
+from pydantic_ai.messages import ModelResponse
+from pydantic_ai.models.function import FunctionModel
 
 from conversations.models import MessageRole
 from conversations.services import chat_message_append, conversation_create
@@ -13,6 +15,8 @@ from notifications.models import Notification, NotificationKind
 from research.constants import DEPTH_PRESETS
 from research.engine.critic import critic_agent
 from research.engine.judge import judge_agent
+from research.engine.planner import planner_agent
+from research.engine.prompts import read_data
 from research.engine.researcher import researcher_agent
 from research.engine.run import report_run, report_salvage_on_timeout
 from research.engine.writer import writer_agent
@@ -615,6 +619,49 @@ def test_a_question_asked_in_the_negative_is_answered_by_the_documents_without_i
     # the five that do are cited; the absent ones are the answer, not a gap
     assert {c["document_id"] for c in stored.citations} == set(documents[:5])
     assert "documents examined, no passage was judged to address it" not in stored.content
+    assert_closed_citation_graph(stored)
+
+
+def test_a_model_planners_question_in_the_negative_is_judged_as_its_affirmative_and_the_writer_told(
+    user, corpus
+):
+    # given a model planner that plans the request in the negative, and a model writer
+    documents = ingest_agreements(corpus, 6, insured=2)
+    told = {}
+
+    def plan(returns):
+        question = {
+            "question": "Which agreements lack insurance?",
+            "queries": ["agreements lacking insurance"],
+        }
+        return [call("submit_plan", "plan", sub_questions=[question])]
+
+    async def write(messages, info):
+        told.update(read_data(messages))
+        cited = told["findings"][0]
+        markdown = f'# Insurance\n\n<cite findings="{cited["id"]}">{cited["claim"]}</cite>\n'
+        return ModelResponse(parts=[call("submit_report", "write", markdown=markdown)])
+
+    report = report_start(user=user, corpus=corpus, prompt="Which of these agreements have no insurance?")
+    # when the run executes
+    with planner_agent.override(model=scripted(plan)), writer_agent.override(model=FunctionModel(write)):
+        report_run(report_id=report.pk)
+    # then the sweep judged the affirmative question, searched without the negation's word
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.status == ReportStatus.COMPLETED
+    assert stored.plan == [
+        {
+            "question": "Which agreements have insurance?",
+            "queries": ["Which agreements have insurance?", "agreements insurance"],
+            "sweep": True,
+            "asked": "Which agreements lack insurance?",
+        }
+    ]
+    assert sorted(stored.engine_state["sweep"]["0"]["addressing"]) == sorted(documents[:2])
+    # and the writer was told which question was asked, and which documents do not address it
+    [question] = told["questions"]
+    assert question["asked"] == "Which agreements lack insurance?"
+    assert question["not_addressing_ids"] == documents[2:]
     assert_closed_citation_graph(stored)
 
 
