@@ -57,7 +57,8 @@ FOOTNOTE_DEFINITION = re.compile(r"\n(?=\[\^\d+\]:)")
 
 def report_json(report: dict[str, Any]) -> dict[str, Any]:
     """The report as scripts get it; from a progress-only fetch (a timed-out wait), `result` is
-    empty and `citations` and `answers` too, as they are on the server until the run ends."""
+    empty and `citations`, `answers` and `conjunctions` too, as they are on the server until
+    the run ends."""
     return {
         "task_id": report["id"],
         "status": report["status"],
@@ -80,28 +81,38 @@ def report_json(report: dict[str, Any]) -> dict[str, Any]:
             }
             for c in report.get("citations", [])
         ],
-        # Per sub-question, the documents that answer it (the report's per-document table).
+        # Per sub-question, the documents that answer it (the report's per-document table), and
+        # the documents answering both questions of one about two clauses.
         "answers": [
             {
+                "index": a["index"],
                 "question": a["question"],
                 "asked": a["asked"],
                 "swept": a["swept"],
                 "documents_examined": a["documentsExamined"],
-                "documents": [
-                    {
-                        "document_id": d["documentId"],
-                        "title": d["title"],
-                        "addresses": d["addresses"],
-                        "position": d["position"],
-                        "quote": d["quote"],
-                        "footnotes": d["footnotes"],
-                    }
-                    for d in a["documents"]
-                ],
+                "documents": _answer_documents(a),
             }
             for a in report.get("answers", [])
         ],
+        "conjunctions": [
+            {"question": c["question"], "of": c["of"], "documents": _answer_documents(c)}
+            for c in report.get("conjunctions", [])
+        ],
     }
+
+
+def _answer_documents(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        {
+            "document_id": d["documentId"],
+            "title": d["title"],
+            "addresses": d["addresses"],
+            "position": d["position"],
+            "quote": d["quote"],
+            "footnotes": d["footnotes"],
+        }
+        for d in answer["documents"]
+    ]
 
 
 def report_list_json(report: dict[str, Any]) -> dict[str, Any]:

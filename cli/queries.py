@@ -19,9 +19,10 @@ fragment ReportFields on ResearchReport {
   }
   citations { footnote passageId documentId documentTitle sourceName page quote start end }
   answers {
-    question asked swept documentsExamined
+    index question asked swept documentsExamined
     documents { documentId title addresses position quote footnotes }
   }
+  conjunctions { question of documents { documentId title addresses position quote footnotes } }
 }
 """
 

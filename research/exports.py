@@ -12,7 +12,7 @@ from django.utils.text import slugify
 
 from research.citations import markdown_inline
 from research.models import ResearchReport
-from research.selectors import corpus_document_titles, report_answers
+from research.selectors import corpus_document_titles, report_answers_data
 
 EXPORT_FIELDS = ("slug", "title", "prompt", "status", "depth", "strategy", "rubric")
 TIMES = ("created", "started_at", "completed_at")
@@ -44,7 +44,7 @@ def report_json_export(report: ResearchReport, *, url: str) -> dict[str, Any]:
         "markdown": report.content,
         "findings": report_findings_titled(report),
         "citations": report.citations,
-        "answers": report_answers(report=report),
+        **report_answers_data(report=report),
         "warnings": report.warnings,
         "error": report.error,
         "model_usage": report.model_usage,
@@ -67,17 +67,19 @@ _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 def report_csv_export(report: ResearchReport) -> str:
-    """The report's answers (selectors.report_answers) as CSV: one row per sub-question and
-    document, whether it addresses the question, the position and quote of its finding and the
-    report's footnotes citing it. Text from documents and users cannot run as a formula."""
+    """The report's answers (selectors.report_answers_data) as CSV: one row per question of the
+    request about two clauses and document answering both, then per sub-question and document,
+    whether it addresses the question, the position and quote of its finding and the report's
+    footnotes citing it. Text from documents and users cannot run as a formula."""
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(CSV_COLUMNS)
-    for answer in report_answers(report=report):
+    data = report_answers_data(report=report)
+    for answer in [*data["conjunctions"], *data["answers"]]:
         for document in answer["documents"]:
             row = (
                 answer["question"],
-                answer["asked"] or "",
+                answer.get("asked") or "",
                 document["document_id"],
                 document["title"] or "",
                 "yes" if document["addresses"] else "no",

@@ -15,7 +15,7 @@ from corpora.graphql import CorpusNode, PassageNode, corpora_with_counts
 from corpora.models import Passage
 from research.constants import DEPTH_PRESETS
 from research.models import ReportStatus, ReportStrategy, ResearchReport
-from research.selectors import report_answers, report_list, report_progress_summary
+from research.selectors import report_answers, report_conjunctions, report_list, report_progress_summary
 from research.services import report_cancel, report_resume, report_start
 
 ReportStatusEnum = graphene.Enum("ResearchReportStatus", [(s, s) for s in ReportStatus.values])
@@ -87,6 +87,7 @@ class AnswerDocument(graphene.ObjectType):
 
 
 class ReportAnswer(graphene.ObjectType):
+    index = graphene.Int(required=True, description="The sub-question's place in the plan.")
     question = graphene.String(required=True, description="The sub-question researched and judged.")
     asked = graphene.String(
         description="The question as asked in the negative ('which contracts do not ...'), answered "
@@ -98,6 +99,21 @@ class ReportAnswer(graphene.ObjectType):
         graphene.NonNull(AnswerDocument),
         required=True,
         description="Those addressing it first, then those examined that do not, by title.",
+    )
+
+
+class ReportConjunction(graphene.ObjectType):
+    question = graphene.String(
+        required=True,
+        description="A question of the request about two clauses ('... both X and Y?', '... X but no Y?').",
+    )
+    of = graphene.List(
+        graphene.NonNull(graphene.Int), required=True, description="The plan indices of its two questions."
+    )
+    documents = graphene.List(
+        graphene.NonNull(AnswerDocument),
+        required=True,
+        description="The documents answering both, with their finding for the first question.",
     )
 
 
@@ -124,6 +140,11 @@ class ResearchReportNode(DjangoObjectType):
         required=True,
         description="Per sub-question of the plan, the documents that answer it: the report's "
         "per-document table as data.",
+    )
+    conjunctions = graphene.List(
+        graphene.NonNull(ReportConjunction),
+        required=True,
+        description="The request's questions about two clauses, answered by the documents answering both.",
     )
     warnings = graphene.List(graphene.NonNull(graphene.String), required=True)
     model_usage = GenericScalar()
@@ -217,16 +238,14 @@ class ResearchReportNode(DjangoObjectType):
 
     def resolve_answers(self, info) -> list[ReportAnswer]:
         return [
-            ReportAnswer(
-                **{
-                    **answer,
-                    "documents": [
-                        AnswerDocument(**{**d, "document_id": encode_id("Document", d["document_id"])})
-                        for d in answer["documents"]
-                    ],
-                }
-            )
+            ReportAnswer(**{**answer, "documents": _answer_documents(answer)})
             for answer in report_answers(report=self)
+        ]
+
+    def resolve_conjunctions(self, info) -> list[ReportConjunction]:
+        return [
+            ReportConjunction(**{**both, "documents": _answer_documents(both)})
+            for both in report_conjunctions(report=self)
         ]
 
     def resolve_duration_seconds(self, info) -> float | None:
@@ -236,6 +255,13 @@ class ResearchReportNode(DjangoObjectType):
 
     def resolve_url(self, info) -> str:
         return reverse("research:report-detail", kwargs={"slug": self.slug})
+
+
+def _answer_documents(answer: dict) -> list[AnswerDocument]:
+    return [
+        AnswerDocument(**{**d, "document_id": encode_id("Document", d["document_id"])})
+        for d in answer["documents"]
+    ]
 
 
 class ResearchQuery(graphene.ObjectType):

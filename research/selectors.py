@@ -197,6 +197,7 @@ def report_answers(*, report: ResearchReport) -> list[dict[str, Any]]:
         documents.sort(key=lambda d: (not d["addresses"], (d["title"] or "").lower(), d["document_id"]))
         answers.append(
             {
+                "index": index,
                 "question": step["question"],
                 "asked": step.get("asked") or None,
                 "swept": bool(step.get("sweep")),
@@ -205,3 +206,34 @@ def report_answers(*, report: ResearchReport) -> list[dict[str, Any]]:
             }
         )
     return answers
+
+
+def report_conjunctions(
+    *, report: ResearchReport, answers: list[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """The request's questions about two clauses ("Which contracts have both X and Y?", "... X
+    but no Y?"): {question, of: [their two plan indices], documents}, the documents answering
+    both of its questions (for one asked in the negative, those that do not address it), with
+    the position, quote and footnotes of their finding for the first (report_answers)."""
+    answers = report_answers(report=report) if answers is None else answers
+    found = []
+    for entry in (report.engine_state or {}).get("both") or []:
+        by_index = {answer["index"]: answer for answer in answers}
+        of = [i for i in entry.get("of") or [] if i in by_index]
+        if len(of) != 2:
+            continue
+        sets = []
+        for index in of:
+            answer = by_index[index]
+            wanted = answer["asked"] is None  # a question asked in the negative: those without it
+            sets.append({d["document_id"]: d for d in answer["documents"] if d["addresses"] == wanted})
+        shared = [document for document_id, document in sets[0].items() if document_id in sets[1]]
+        found.append({"question": entry.get("question") or "", "of": of, "documents": shared})
+    return found
+
+
+def report_answers_data(*, report: ResearchReport) -> dict[str, Any]:
+    """{answers, conjunctions} (report_answers, report_conjunctions): the report's answers as
+    the JSON outputs give them."""
+    answers = report_answers(report=report)
+    return {"answers": answers, "conjunctions": report_conjunctions(report=report, answers=answers)}

@@ -269,8 +269,9 @@ def test_a_completed_report_exposes_status_progress_content_citations_and_run_re
 
 
 ANSWERS = """query($id: ID!) { researchReport(id: $id) { citations { footnote documentId }
-    answers { question asked swept documentsExamined
-              documents { documentId title addresses position quote footnotes } } } }"""
+    answers { index question asked swept documentsExamined
+              documents { documentId title addresses position quote footnotes } }
+    conjunctions { question of documents { documentId title addresses } } } }"""
 
 
 def test_a_swept_report_answers_each_question_per_document(gql, user, corpus):
@@ -293,6 +294,23 @@ def test_a_swept_report_answers_each_question_per_document(gql, user, corpus):
         assert document["quote"].startswith("The Supplier shall maintain")
         assert [cited[n] for n in document["footnotes"]] == [document["documentId"]]
     assert all(d["quote"] is None and d["footnotes"] == [] for d in answer["documents"][2:])
+    assert data["conjunctions"] == []
+
+
+def test_a_question_about_two_clauses_has_the_documents_answering_both(gql, user, corpus):
+    # given five agreements, two of which insure; asked which insure and which of them are governed
+    # by a state's law (all are)
+    documents = ingest_agreements(corpus, 5, insured=2)
+    prompt = "Which agreements have both an insurance requirement and a governing law?"
+    report = report_start(user=user, corpus=corpus, prompt=prompt)
+    report_run(report_id=report.pk)
+    # when
+    data = gql.data(ANSWERS, {"id": gid("ResearchReport", report.pk)})["researchReport"]
+    # then
+    [both] = data["conjunctions"]
+    assert (both["question"], both["of"]) == (prompt, [0, 1])
+    assert [d["documentId"] for d in both["documents"]] == [gid("Document", pk) for pk in documents[:2]]
+    assert [a["index"] for a in data["answers"]] == [0, 1]
 
 
 def test_a_queued_report_has_no_duration_content_or_citations(gql, user, corpus):

@@ -31,6 +31,7 @@ REPORT_JSON_FIELDS = {
     "retry_count",
     "citations",
     "answers",
+    "conjunctions",
 }
 CITATION_FIELDS = {
     "footnote",
@@ -191,7 +192,7 @@ def test_research_timeout_exits_3_with_a_resume_hint_and_the_run_goes_on(live_se
     body = json.loads(result.stdout)
     assert set(body) == REPORT_JSON_FIELDS
     assert body["status"] == "QUEUED"
-    assert (body["result"], body["citations"], body["answers"]) == ("", [], [])
+    assert (body["result"], body["citations"], body["answers"], body["conjunctions"]) == ("", [], [], [])
     assert "[timeout]" in result.stderr
     assert f"deepcite resume {body['task_id']}" in result.stderr
     # The client's timeout does not stop the server's run.

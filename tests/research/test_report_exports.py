@@ -182,6 +182,24 @@ def test_the_csv_export_answers_a_swept_question_per_document(browser, user, cor
         (r["document"], r["addresses"] == "yes") for r in rows
     ]
     assert data["answers"][0]["documents_examined"] == 6 and data["answers"][0]["swept"] is True
+    assert data["conjunctions"] == []
+
+
+def test_the_csv_export_answers_a_question_about_two_clauses_first(browser, user, corpus):
+    # given five agreements, two of which insure, all governed by a state's law
+    ingest_agreements(corpus, 5, insured=2)
+    prompt = "Which agreements have both an insurance requirement and a governing law?"
+    report = report_run(report_id=report_start(user=user, corpus=corpus, prompt=prompt).pk)
+
+    # when
+    rows = _csv(export(browser, report, "csv"))
+
+    # then its rows come first: the two documents answering both, then each question's
+    assert [(r["question"], r["document"]) for r in rows[:2]] == [
+        (prompt, "agreement-00"),
+        (prompt, "agreement-01"),
+    ]
+    assert {r["question"] for r in rows[2:]} == {step["question"] for step in report.plan}
 
 
 def test_a_csv_cell_never_runs_as_a_formula_in_a_spreadsheet(browser, user, corpus):

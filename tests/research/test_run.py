@@ -21,6 +21,7 @@ from research.engine.researcher import researcher_agent
 from research.engine.run import report_run, report_salvage_on_timeout
 from research.engine.writer import writer_agent
 from research.models import ReportStatus, ResearchReport
+from research.selectors import report_answers_data
 from research.services import report_cancel, report_mark_running, report_start
 from tests.factories import ingest_agreements, ingest_text
 from tests.research.checks import assert_closed_citation_graph
@@ -726,6 +727,11 @@ def test_a_question_about_two_clauses_is_answered_by_the_documents_answering_bot
     assert all("<" not in line and "[^" in line for line in both if line.startswith("- "))  # each cited
     summary = "\n".join(_section_lines(stored.content, "## Summary"))
     assert f"**{prompt}** 2 documents of those examined answer both" in summary
+    # and the answers as data name the same documents
+    [both_answer] = report_answers_data(report=stored)["conjunctions"]
+    assert (both_answer["question"], both_answer["of"]) == (prompt, [0, 1])
+    assert [d["title"] for d in both_answer["documents"]] == [f"agreement-{i:02d}" for i in answering]
+    assert all(d["footnotes"] for d in both_answer["documents"])
     assert_closed_citation_graph(stored)
 
 

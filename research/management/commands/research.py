@@ -14,7 +14,7 @@ from corpora.management.commands._cli import add_user_argument, corpus_for_cli, 
 from corpora.selectors import cli_user_get
 from research.constants import DEFAULT_DEPTH, DEPTH_PRESETS
 from research.models import ReportStatus, ResearchReport
-from research.selectors import report_answers
+from research.selectors import report_answers_data
 from research.services import report_cancel, report_start
 
 POLL_SECONDS = 0.5
@@ -129,7 +129,7 @@ def report_json(report: ResearchReport) -> dict:
         "depth": report.depth,
         "content": report.content,
         "citations": report.citations,
-        "answers": report_answers(report=report),
+        **report_answers_data(report=report),
         "findings": len(report.findings),
         "warnings": report.warnings,
         "error": report.error,
