@@ -41,6 +41,9 @@ class QuestionSummary:
     # then the affirmative one researched and judged, and the answer the documents that do not
     # address it (absent_titles).
     asked: str = ""
+    # Documents the run could search (its scope, or the corpus): more than were examined when
+    # the sweep's cap stopped it.
+    documents_in_scope: int = 0
 
 
 @dataclass(frozen=True)
@@ -281,6 +284,7 @@ def _absent(by_index: dict[int, _Question], titles: Mapping[int, str]) -> list[s
         if not _answers_by_absence(item):
             continue
         q, absent = item.summary, absent_titles(item, titles)
+        unexamined = q.documents_in_scope - q.documents_examined
         lines += [
             f"## Documents without it: {_one_line(q.asked)}",
             "",
@@ -291,6 +295,14 @@ def _absent(by_index: dict[int, _Question], titles: Mapping[int, str]) -> list[s
             *[f"- *{_one_line(t)}*" for t in absent],
             "",
         ]
+        if unexamined > 0:
+            were, they = ("was", "it") if unexamined == 1 else ("were", "they")
+            lines += [
+                f"{unexamined} more document{_s(range(unexamined))} of the {q.documents_in_scope} the run "
+                f"could search {were} not examined (the depth's cap on documents swept): {they} may "
+                "lack it too.",
+                "",
+            ]
     return lines
 
 
@@ -489,6 +501,7 @@ def plan_questions_summary(
                 addressing=sorted(addressing),
                 set_aside=[titles.get(d, f"Document {d}") for d in sorted(overruled)],
                 asked=str(step.get("asked") or ""),
+                documents_in_scope=int(engine_state.get("documents") or 0),
             )
         )
     return questions

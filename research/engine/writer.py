@@ -107,7 +107,7 @@ def writer_prompt_data(
                 "not_addressing_ids": list(q.not_addressing_ids),
                 "addressing": list(q.addressing),
                 "set_aside": list(q.set_aside),
-                **({"asked": q.asked} if q.asked else {}),
+                **({"asked": q.asked, "documents_in_scope": q.documents_in_scope} if q.asked else {}),
             }
             for q in questions
         ],
@@ -143,6 +143,7 @@ def offline_writer() -> FunctionModel:
                 addressing=q.get("addressing", []),
                 set_aside=q.get("set_aside", []),
                 asked=q.get("asked", ""),
+                documents_in_scope=q.get("documents_in_scope", 0),
             )
             for q in data.get("questions", [])
         ]

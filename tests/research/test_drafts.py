@@ -711,3 +711,19 @@ def test_a_question_about_two_clauses_lists_the_documents_answering_both():
     assert _section(none, f"## Documents answering both: {both_question}") == [
         f"No document examined answers both *{RETURN_QUESTION}* and *q2*."
     ]
+
+
+def test_the_documents_a_capped_sweep_did_not_examine_are_counted_not_listed_without_it():
+    # given a question asked in the negative whose sweep examined 5 of the 30 documents in scope
+    questions = [_swept(question=AFFIRMED, asked=NEGATED, documents_in_scope=30)]
+
+    # when
+    report = compose_report(
+        title="NDA review", questions=questions, findings=SWEEP_FINDINGS, document_titles=TITLES
+    )
+
+    # then
+    assert _section(report, f"## Documents without it: {NEGATED}")[-1] == (
+        "25 more documents of the 30 the run could search were not examined (the depth's cap on "
+        "documents swept): they may lack it too."
+    )
