@@ -148,16 +148,9 @@ def _summary(
                 f"{len(item.findings)} finding{_s(item.findings)} "
                 f"from {len(documents)} document{_s(documents)}"
             )
-        groups = list(positions.get(q.index, ()))
-        if groups:
-            shown = [
-                _cite_ids(
-                    g.finding_ids[:SUMMARY_CITES],
-                    f"{_documents(item, g)} document{_s(range(_documents(item, g)))}: {g.label}",
-                )
-                for g in groups[:SUMMARY_POSITIONS]
-            ]
-            lines.append(f"- **{_one_line(q.question)}** {head}. Positions: {'; '.join(shown)}.")
+        shown = _positions_text(item, positions)
+        if shown:
+            lines.append(f"- **{_one_line(q.question)}** {head}. Positions: {shown}.")
         else:
             lines.append(f"- **{_one_line(q.question)}** {head}: {_cite(item.findings[0])}")
     lines.append("")
@@ -232,6 +225,18 @@ def _both(conjunctions: Sequence[_Conjunction]) -> list[str]:
     return lines
 
 
+def _positions_text(item: _Question, positions: Mapping[int, Sequence[Position]]) -> str:
+    """The question's main positions, each with its count of documents, cited: "" with none."""
+    groups = list(positions.get(item.summary.index, ()))[:SUMMARY_POSITIONS]
+    return "; ".join(
+        _cite_ids(
+            g.finding_ids[:SUMMARY_CITES],
+            f"{_documents(item, g)} document{_s(range(_documents(item, g)))}: {g.label}",
+        )
+        for g in groups
+    )
+
+
 def _answers_by_absence(item: _Question) -> bool:
     """A negated question (`asked`) swept over documents: answered by those without it."""
     return bool(item.summary.asked and item.summary.swept and item.summary.documents_examined)
@@ -261,16 +266,9 @@ def _absence_line(
         f"Documents without it). {having} document{_s(range(having))} "
         f"{'does' if having == 1 else 'do'}"
     )
-    groups = list(positions.get(q.index, ()))
-    if groups:
-        shown = [
-            _cite_ids(
-                g.finding_ids[:SUMMARY_CITES],
-                f"{_documents(item, g)} document{_s(range(_documents(item, g)))}: {g.label}",
-            )
-            for g in groups[:SUMMARY_POSITIONS]
-        ]
-        return f"{line}. Positions: {'; '.join(shown)}."
+    shown = _positions_text(item, positions)
+    if shown:
+        return f"{line}. Positions: {shown}."
     if item.findings:
         return f"{line}: {_cite(item.findings[0])}"
     return f"{line}."

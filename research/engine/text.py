@@ -72,10 +72,11 @@ _DOCUMENTS_REQUEST = re.compile(
 # non-compete?", "... lack an audit right?", "... have no cap on liability?"): the negation
 # right after the documents' noun, so that "Which contracts that are not exclusive require ..."
 # is not one. "Are there any contracts that do not ...?" asks the same.
+# The documents a "which ..." question names: "contracts", "of these supply agreements".
+_NAMED_DOCUMENTS = rf"(?:of\s+(?:the|these|those|our)\s+)?(?:[\w-]+\s+){{0,2}}?(?:{DOCUMENT_NOUNS})"
 _NEGATED_QUESTION = re.compile(
     rf"^(?:are\s+there\s+(?:any\s+)?(?P<there>(?:[\w-]+\s+){{0,2}}?(?:{DOCUMENT_NOUNS}))\s+(?:that|which)\s+|"
-    rf"(?P<head>(?:which|what|how\s+many)\s+(?:of\s+(?:the|these|those|our)\s+)?"
-    rf"(?:[\w-]+\s+){{0,2}}?(?:{DOCUMENT_NOUNS})\s+|which\s+of\s+(?:these|them|those)\s+))"
+    rf"(?P<head>(?:which|what|how\s+many)\s+{_NAMED_DOCUMENTS}\s+|which\s+of\s+(?:these|them|those)\s+))"
     r"(?P<rest>.+?)[\s.!?]*$",
     re.IGNORECASE,
 )
@@ -117,8 +118,7 @@ _ELLIPTICAL_SUBJECT = re.compile(
     re.IGNORECASE,
 )
 _DOCUMENTS_SUBJECT = re.compile(
-    rf"^(?:which|what)\s+(?P<documents>(?:of\s+(?:the|these|those)\s+)?(?:[\w-]+\s+){{0,2}}?"
-    rf"(?:{DOCUMENT_NOUNS}))\s+",
+    rf"^(?:which|what)\s+(?P<documents>{_NAMED_DOCUMENTS})\s+",
     re.IGNORECASE,
 )
 # "Which contracts cap liability, and which do not?": the first question in the negative.
@@ -251,8 +251,7 @@ def negated(question: str) -> Negated | None:
 # "Which contracts have both a non-compete and an exclusivity clause?", "Which contracts have a
 # non-compete but no exclusivity clause?": two questions, the documents answering both the answer.
 _CONJUNCTION = re.compile(
-    rf"^(?:which|what)\s+(?P<documents>(?:of\s+(?:the|these|those)\s+)?(?:[\w-]+\s+){{0,2}}?"
-    rf"(?:{DOCUMENT_NOUNS}))\s+(?P<verb>[a-z]+)\s+"
+    rf"^(?:which|what)\s+(?P<documents>{_NAMED_DOCUMENTS})\s+(?P<verb>[a-z]+)\s+"
     r"(?:both\s+(?P<first>.+?)\s+and\s+(?P<second>.+?)|"
     r"(?P<kept>.+?)\s+(?:but|and)\s+(?P<negation>not|no|lack|(?:do\s+not|don't|don\u2019t)\s+have|without)\s+"
     r"(?P<lacked>.+?))[\s?.!]*$",
