@@ -169,14 +169,10 @@ class _Conjunction:
 def _answer(item: _Question, titles: Mapping[int, str]) -> dict[int, str]:
     """The documents answering a question, id -> title: for one asked in the negative those
     examined without it, else those judged to address it or quoted for it."""
-    quoted = {f["document_id"]: _title(titles, f) for f in item.findings}
     q = item.summary
     if q.asked:
-        return {
-            d: _one_line(t)
-            for d, t in zip(q.not_addressing_ids, q.not_addressing, strict=False)
-            if d not in quoted
-        }
+        return {d: _one_line(t) for d, t in _without(item, titles) if d is not None}
+    quoted = {f["document_id"]: _title(titles, f) for f in item.findings}
     return {d: quoted.get(d) or _one_line(titles.get(d) or f"Document {d}") for d in {*q.addressing, *quoted}}
 
 
@@ -243,15 +239,22 @@ def _answers_by_absence(item: _Question) -> bool:
 
 
 def absent_titles(item: _Question, titles: Mapping[int, str]) -> list[str]:
-    """The documents examined for a swept question that no passage was judged to address and no
-    researcher quoted for it (by id where the summary has them: two documents may share a title)."""
+    """The titles of the documents without it (_without), by title."""
+    return sorted((t for _, t in _without(item, titles)), key=str.lower)
+
+
+def _without(item: _Question, titles: Mapping[int, str]) -> list[tuple[int | None, str]]:
+    """(id, title) of each document examined for a swept question that no passage was judged to
+    address and no researcher quoted for it: by id where the summary has them (two documents
+    may share a title), else by title (id None)."""
     q = item.summary
     if len(q.not_addressing_ids) == len(q.not_addressing):
         quoted_ids = {f["document_id"] for f in item.findings}
-        kept = (t for d, t in zip(q.not_addressing_ids, q.not_addressing, strict=True) if d not in quoted_ids)
-        return sorted(kept, key=str.lower)
+        return [
+            (d, t) for d, t in zip(q.not_addressing_ids, q.not_addressing, strict=True) if d not in quoted_ids
+        ]
     quoted = {_title(titles, f) for f in item.findings}
-    return sorted({t for t in q.not_addressing if t not in quoted}, key=str.lower)
+    return [(None, t) for t in dict.fromkeys(q.not_addressing) if t not in quoted]
 
 
 def _absence_line(
