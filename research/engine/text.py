@@ -253,7 +253,9 @@ def negated(question: str) -> Negated | None:
 _CONJUNCTION = re.compile(
     rf"^(?:which|what)\s+(?P<documents>{_NAMED_DOCUMENTS})\s+(?P<verb>[a-z]+)\s+"
     r"(?:both\s+(?P<first>.+?)\s+and\s+(?P<second>.+?)|"
-    r"(?P<kept>.+?)\s+(?:but|and)\s+(?P<negation>not|no|lack|(?:do\s+not|don't|don\u2019t)\s+have|without)\s+"
+    # "and not more than 60 days" bounds an amount: it asks nothing of its own
+    r"(?P<kept>.+?)\s+(?:but|and)\s+(?P<negation>not(?!\s+(?:less|more|later|earlier|fewer|greater)\b)|no|lack|"
+    r"(?:do\s+not|don't|don\u2019t)\s+have|without)\s+"
     r"(?P<lacked>.+?))[\s?.!]*$",
     re.IGNORECASE,
 )

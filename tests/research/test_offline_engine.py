@@ -79,6 +79,11 @@ from research.engine.text import (
         ("List the agreements governed by New York law", ["Which agreements are governed by New York law?"]),
         ("List the agreements in force", ["List the agreements in force"]),
         ("List the contracts without a non-compete.", ["Which contracts do not have a non-compete?"]),
+        # "and not more than" bounds an amount: one question
+        (
+            "Which contracts require at least 30 days and not more than 60 days notice?",
+            ["Which contracts require at least 30 days and not more than 60 days notice?"],
+        ),
         # a question a lead-in opens is asked as one; a second one takes the first's documents
         (
             "I need to know which agreements have exclusivity provisions and which have non-competes",
