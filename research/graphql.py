@@ -238,14 +238,13 @@ class ResearchReportNode(DjangoObjectType):
 
     def resolve_answers(self, info) -> list[ReportAnswer]:
         return [
-            ReportAnswer(**{**answer, "documents": _answer_documents(answer)})
-            for answer in report_answers(report=self)
+            ReportAnswer(**{**answer, "documents": _answer_documents(answer)}) for answer in _answers(self)
         ]
 
     def resolve_conjunctions(self, info) -> list[ReportConjunction]:
         return [
             ReportConjunction(**{**both, "documents": _answer_documents(both)})
-            for both in report_conjunctions(report=self)
+            for both in report_conjunctions(report=self, answers=_answers(self))
         ]
 
     def resolve_duration_seconds(self, info) -> float | None:
@@ -255,6 +254,15 @@ class ResearchReportNode(DjangoObjectType):
 
     def resolve_url(self, info) -> str:
         return reverse("research:report-detail", kwargs={"slug": self.slug})
+
+
+def _answers(report: ResearchReport) -> list[dict]:
+    """report_answers, computed once per report object of a query that selects both `answers`
+    and `conjunctions`."""
+    cached = getattr(report, "_answers_cache", None)
+    if cached is None:
+        cached = report._answers_cache = report_answers(report=report)
+    return cached
 
 
 def _answer_documents(answer: dict) -> list[AnswerDocument]:

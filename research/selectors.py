@@ -216,9 +216,9 @@ def report_conjunctions(
     both of its questions (for one asked in the negative, those that do not address it), with
     the position, quote and footnotes of their finding for the first (report_answers)."""
     answers = report_answers(report=report) if answers is None else answers
+    by_index = {answer["index"]: answer for answer in answers}
     found = []
     for entry in (report.engine_state or {}).get("both") or []:
-        by_index = {answer["index"]: answer for answer in answers}
         of = [i for i in entry.get("of") or [] if i in by_index]
         if len(of) != 2:
             continue

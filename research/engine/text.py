@@ -80,6 +80,12 @@ _NEGATED_QUESTION = re.compile(
     r"(?P<rest>.+?)[\s.!?]*$",
     re.IGNORECASE,
 )
+# The verbs a question says a document has a clause with ("have", "require", "caps"): one list for
+# the negations ("have no cap") and the second question whose subject is the first's documents.
+_CLAUSE_VERBS = (
+    r"(?:contain|include|impose|provide|set|grant|give|allow|permit|require|mention|state|say|forbid|"
+    r"prohibit|restrict|cap|limit|let|renew)s?|specify|specifies|have|has"
+)
 # (negation, what the affirmative says instead): "do not have" -> "have", "lack" -> "have",
 # "are not governed" -> "are governed", "have no cap" -> "have any cap".
 _NEGATIONS = (
@@ -89,9 +95,7 @@ _NEGATIONS = (
     (re.compile(r"^(?:fails?\s+to|never)\s+", re.I), ""),
     (
         re.compile(
-            r"^(have|has|contain|contains|include|includes|impose|imposes|provide|provides|set|sets|"
-            r"grant|grants|give|gives|allow|allows|permit|permits|require|requires|specify|specifies|"
-            r"mention|mentions|state|states)\s+no\s+",
+            rf"^({_CLAUSE_VERBS})\s+no\s+",
             re.I,
         ),
         r"\1 any ",
@@ -112,9 +116,8 @@ _ELLIPSIS = re.compile(
 # "Which agreements have X, and which have Y?": a second question whose subject is the first's
 # documents.
 _ELLIPTICAL_SUBJECT = re.compile(
-    r"^(?:which|what)\s+(?P<rest>(?:have|has|do|does|don't|doesn't|are|is|can|may|must|shall|should|"
-    r"will|would|lack|require|allow|permit|grant|give|cap|limit|contain|include|say|forbid|prohibit|"
-    r"restrict|set|provide|impose|let|renew|mention)\b.+)$",
+    rf"^(?:which|what)\s+(?P<rest>(?:{_CLAUSE_VERBS}|do|does|don't|doesn't|are|is|can|may|must|shall|"
+    r"should|will|would|lacks?)\b.+)$",
     re.IGNORECASE,
 )
 _DOCUMENTS_SUBJECT = re.compile(

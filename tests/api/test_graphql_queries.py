@@ -6,7 +6,9 @@ import json
 import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from accounts.services import api_token_create, api_token_revoke
 from conversations.models import MessageRole
@@ -311,6 +313,14 @@ def test_a_question_about_two_clauses_has_the_documents_answering_both(gql, user
     assert (both["question"], both["of"]) == (prompt, [0, 1])
     assert [d["documentId"] for d in both["documents"]] == [gid("Document", pk) for pk in documents[:2]]
     assert [a["index"] for a in data["answers"]] == [0, 1]
+    # and selecting the conjunctions beside the answers reads the report's answers once
+    selection = "conjunctions { question of documents { documentId title addresses } } "
+    answers_only = ANSWERS.replace(selection, "")
+    with CaptureQueriesContext(connection) as alone:
+        gql.data(answers_only, {"id": gid("ResearchReport", report.pk)})
+    with CaptureQueriesContext(connection) as together:
+        gql.data(ANSWERS, {"id": gid("ResearchReport", report.pk)})
+    assert answers_only != ANSWERS and len(together) == len(alone)
 
 
 def test_a_queued_report_has_no_duration_content_or_citations(gql, user, corpus):
