@@ -270,7 +270,7 @@ class Orchestration:
         if not swept or self.state.get("sweep_done"):
             self.state["sweep_done"] = True
             return
-        questions = [self.plan[i]["question"] for i in swept]
+        questions = self._judged_questions(swept)[0]
         sweep = self.state.setdefault("sweep", {})
         candidates = self.state.get("sweep_candidates")
         if candidates is None:
@@ -324,13 +324,16 @@ class Orchestration:
         findings_set_aside). With `turned_down_only`, only the questions a document was turned
         down for are settled again (a second reading, after researchers quoted more of it)."""
         sweep = self.state.setdefault("sweep", {})
-        questions = [self.plan[i]["question"] for i in swept]
+        questions, of = self._judged_questions(swept)
+        quoted: dict[tuple[int, int], list[int]] = {}
+        for (document_id, position), passages in self._quoted(swept).items():
+            quoted.setdefault((document_id, of[position]), []).extend(passages)
         evidence = await self.store.sweep_evidence(
             questions=questions,
             document_ids=documents,
             per_document=PASSAGES_PER_DOCUMENT,
             references=references,
-            quoted=self._quoted(swept),
+            quoted=quoted,
         )
         verdicts = await _all(self._judge(e, questions) for e in evidence)
         items, owners = [], []
@@ -343,21 +346,18 @@ class Orchestration:
                 for position, index in enumerate(swept)
                 if not turned_down_only or key in (_sweep_entry(sweep, index).get("turned_down") or {})
             }
-            addressed = {
-                v.question for v in outcome.verdicts if v.addresses and v.passage_id is not None
-            } & settled
+            verdict_of = {v.question: v for v in outcome.verdicts if v.addresses and v.passage_id is not None}
+            addressed = {position for position in settled if of[position] in verdict_of}
             for position in settled:
                 entry = _sweep_entry(sweep, swept[position])
                 if position in addressed:
                     (entry.get("turned_down") or {}).pop(key, None)
                     continue
-                shown = [p["passage_id"] for p in shown_passages(document, position)]
+                shown = [p["passage_id"] for p in shown_passages(document, of[position])]
                 if shown:
                     entry.setdefault("turned_down", {})[key] = shown
-            for verdict in outcome.verdicts:
-                if verdict.question not in addressed:
-                    continue
-                index = swept[verdict.question]
+            for position in sorted(addressed):
+                verdict, index = verdict_of[of[position]], swept[position]
                 items.append(
                     FindingInput(
                         claim=verdict.claim or verdict.quote or "",
@@ -410,7 +410,7 @@ class Orchestration:
         if not swept or not unread:
             return
         documents = sorted({document for _, document, _ in unread})
-        questions = [self.plan[i]["question"] for i in swept]
+        questions = self._judged_questions(swept)[0]
         budget = self.store.budget
         if budget.tool_calls_left() < len(questions) + len(documents) or budget.steps_left() < len(documents):
             if "second_reading_skipped:budget" not in self.warnings:
@@ -431,6 +431,19 @@ class Orchestration:
                 *(list(quote) for quote in unread if quote[1] in batch),
             ]
             await self._progress("rereading", checkpoint=True)
+
+    def _judged_questions(self, swept: list[int]) -> tuple[list[str], list[int]]:
+        """The distinct questions the judge decides for the swept plan steps, and for each step
+        (by its position in `swept`) the position of its question among them: "Which agreements
+        require insurance, and which do not?" sweeps one question, answered both ways."""
+        questions: list[str] = []
+        of = []
+        for index in swept:
+            question = self.plan[index]["question"]
+            if question not in questions:
+                questions.append(question)
+            of.append(questions.index(question))
+        return questions, of
 
     def _quoted(self, swept: list[int]) -> dict[tuple[int, int], list[int]]:
         """{(document, position in `swept`): passages the researchers quoted from it for that

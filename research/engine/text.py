@@ -32,6 +32,9 @@ _CLAIM_END = ".!?;:)\"'\u201d\u2019"
 SENTENCE_MIN_WORDS = 6
 # Words that open a question, and the lead-ins that ask for research rather than name its subject.
 _WH = r"which|what|whether|who|whom|whose|when|where|why|how|if"
+_QUESTION_START = re.compile(
+    rf"^(?:{_WH}|are|is|do|does|can|could|should|will|would|must|may|shall)\b", re.IGNORECASE
+)
 _LEAD_IN = re.compile(
     r"^\s*(?:please\s+|can you\s+|could you\s+|i want you to\s+|i'd like you to\s+)*"
     r"(?:do\s+(?:a\s+)?(?:deep\s+dive|deep\s+research|research|investigation)\s+(?:on|into|about|of)\s+|"
@@ -181,8 +184,12 @@ def request_segments(prompt: str) -> list[str]:
     segments = []
     for s in _SEGMENT_SPLIT.split(text):
         previous = ""
-        for part in _SECOND_QUESTION.split(s or ""):
+        parts = _SECOND_QUESTION.split(s or "")
+        for position, part in enumerate(parts):
             part = part.strip(" .,:;-\t")
+            # "Which contracts cap liability, and which do not?": the first is a question too.
+            if position < len(parts) - 1 and (s or "").rstrip().endswith("?") and _QUESTION_START.match(part):
+                part += "?"
             if _LEADING_CONJUNCTION.match(part):  # "... liability? And how long ...?"
                 part = _LEADING_CONJUNCTION.sub("", part, count=1)
                 part = part[0].upper() + part[1:]

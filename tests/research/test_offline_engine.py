@@ -51,18 +51,18 @@ from research.engine.text import (
         ("Find out everything about the liability cap", ["the liability cap"]),
         (
             "Which contracts cap liability, and what happens on termination for convenience?",
-            ["Which contracts cap liability", "what happens on termination for convenience?"],
+            ["Which contracts cap liability?", "what happens on termination for convenience?"],
         ),
         (
             "Which agreements are governed by Delaware law, and which by California law?",
             [
-                "Which agreements are governed by Delaware law",
+                "Which agreements are governed by Delaware law?",
                 "Which agreements are governed by California law?",
             ],
         ),
         (
             "Which NDAs allow disclosure to advisers and which to affiliates?",
-            ["Which NDAs allow disclosure to advisers", "Which NDAs allow disclosure to affiliates?"],
+            ["Which NDAs allow disclosure to advisers?", "Which NDAs allow disclosure to affiliates?"],
         ),
         # a request for documents is planned as the question it asks
         (
@@ -100,19 +100,19 @@ from research.engine.text import (
         # "and which do not?" asks the first question in the negative
         (
             "Which of these contracts cap liability, and which do not?",
-            ["Which of these contracts cap liability", "Which of these contracts do not cap liability?"],
+            ["Which of these contracts cap liability?", "Which of these contracts do not cap liability?"],
         ),
         (
             "Which agreements are governed by New York law and which are not?",
             [
-                "Which agreements are governed by New York law",
+                "Which agreements are governed by New York law?",
                 "Which agreements are not governed by New York law?",
             ],
         ),
         # no preposition the first question has: asked as it is
         (
             "Which contracts cap liability, and which under English law?",
-            ["Which contracts cap liability", "which under English law?"],
+            ["Which contracts cap liability?", "which under English law?"],
         ),
     ],
 )

@@ -684,6 +684,14 @@ def test_which_do_and_which_do_not_is_answered_both_ways(user, corpus):
     assert [line for line in without if line.startswith("- ")] == [
         f"- *agreement-{i:02d}*" for i in range(2, 6)
     ]
+    # and the one question both ask was judged once per document, with one feedback reference
+    log = stored.tool_call_log
+    assert sorted(e["arguments"] for e in log if e["tool"] == "search_document") == sorted(
+        f"document_id={d}, questions=1" for d in documents
+    )
+    assert [e["arguments"] for e in log if e["tool"] == "sweep_reference"] == [
+        "question='Which agreements require insurance?'"
+    ]
     assert_closed_citation_graph(stored)
 
 
