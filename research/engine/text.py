@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from lemminflect import getLemma
+
 from corpora.retrieval.query import STOPWORDS, words
 
 SENTENCE_MAX_CHARS = 600
@@ -68,7 +70,8 @@ _DOCUMENTS_REQUEST = re.compile(
     rf"^(?:please\s+)?(?:(?:{DOCUMENT_REQUEST_VERBS})\s+"
     r"(?:(?:me|us)\s+)?)?(?:(?:all|every|any)\s+(?:of\s+)?)?(?:(?:the|these|those|our)\s+)?"
     rf"(?P<documents>(?:(?<=\s)(?:[\w-]+\s+){{0,2}}?)?(?:{DOCUMENT_NOUNS}))\s+"
-    r"(?:(?P<link>that|which|without|with)\s+|(?=\w{3,}ed\s))(?P<rest>[^?]+?)[\s.!?]*$",
+    r"(?:(?P<link>that|which|without|with)\s+|(?P<participle>(?:not\s+)?[a-z]{2,}ing)\s+|(?=\w{3,}ed\s))"
+    r"(?P<rest>[^?]+?)[\s.!?]*$",
     re.IGNORECASE,
 )
 # A question asking which documents do not say something ("Which contracts do not have a
@@ -94,7 +97,7 @@ _CLAUSE_VERBS = (
 _NEGATIONS = (
     (re.compile(r"^(?:do|does|did)\s+not\s+|^(?:do|does|did)n['\u2019]t\s+", re.I), ""),
     (re.compile(r"^(are|is|were|was)(?:\s+not|\s+never|n['\u2019]t)\s+", re.I), r"\1 "),
-    (re.compile(r"^(?:lacks?|(?:are\s+|is\s+)?without)\s+", re.I), "have "),
+    (re.compile(r"^(?:lacks?|(?:are\s+|is\s+)?(?:without|missing)|miss(?:es)?)\s+", re.I), "have "),
     (re.compile(r"^(?:fails?\s+to|never)\s+", re.I), ""),
     (
         re.compile(
@@ -224,9 +227,38 @@ def _as_question(segment: str) -> str:
     if first[1:].islower():  # "Contracts that ..." opened the request; "NDAs" stays
         documents = documents[0].lower() + documents[1:]
     link = (match["link"] or "").lower()
+    if match["participle"]:
+        # "requiring consent" -> "require consent", "not requiring" -> "do not require",
+        # "lacking an audit right" -> "lack an audit right" (asked in the negative: negated).
+        *negation, participle = match["participle"].lower().split()
+        base = _verb_of(participle)
+        if base is None:
+            return segment
+        return f"Which {documents} {'do not ' if negation else ''}{base} {match['rest']}?"
     # "governed by ..." is "are governed by ..."; "without ..." is asked in the negative (negated).
     verb = {"with": "have ", "without": "do not have "}.get(link, "" if link else "are ")
     return f"Which {documents} {verb}{match['rest']}?"
+
+
+# Participles whose verb reads wrongly after "Which contracts ...": "regarding pricing" asks
+# which contracts concern pricing.
+_PARTICIPLE_VERBS = {
+    "being": "are",
+    "having": "have",
+    "missing": "lack",
+    "regarding": "concern",
+    "concerning": "concern",
+}
+
+
+def _verb_of(participle: str) -> str | None:
+    """The verb a participle is a form of, as "Which contracts <verb> ..." says it ("requiring"
+    -> "require", "permitting" -> "permit"), from lemminflect's English lexicon; None for a word
+    it does not know as a verb's participle ("pricing", "nothing")."""
+    if participle in _PARTICIPLE_VERBS:
+        return _PARTICIPLE_VERBS[participle]
+    lemmas = getLemma(participle, upos="VERB", lemmatize_oov=False)
+    return lemmas[0] if lemmas and lemmas[0] != participle else None
 
 
 @dataclass(frozen=True)

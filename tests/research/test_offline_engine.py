@@ -114,6 +114,20 @@ from research.engine.text import (
             "Which contracts cap liability, and which under English law?",
             ["Which contracts cap liability?", "which under English law?"],
         ),
+        # a request naming the documents by a participle asks with its verb
+        (
+            "List the contracts requiring consent for assignment",
+            ["Which contracts require consent for assignment?"],
+        ),
+        ("Find NDAs permitting disclosure to affiliates", ["Which NDAs permit disclosure to affiliates?"]),
+        ("Show me the agreements limiting liability", ["Which agreements limit liability?"]),
+        ("List the contracts lacking an audit right", ["Which contracts lack an audit right?"]),
+        ("Find agreements not requiring insurance", ["Which agreements do not require insurance?"]),
+        ("List contracts missing a termination clause", ["Which contracts lack a termination clause?"]),
+        ("List the agreements regarding pricing", ["Which agreements concern pricing?"]),
+        ("Find the agreements being renegotiated", ["Which agreements are renegotiated?"]),
+        # "-ing" words that are no verb's participle stay as asked
+        ("List the contracts during the term", ["List the contracts during the term"]),
     ],
 )
 def test_plan_questions_splits_requests_into_sub_questions(prompt, questions):
@@ -155,6 +169,11 @@ def test_plan_questions_splits_requests_into_sub_questions(prompt, questions):
             "Which contracts fail to specify a governing law?",
             "Which contracts specify a governing law?",
             "fail to",
+        ),
+        (
+            "Which contracts are missing a governing law clause?",
+            "Which contracts have a governing law clause?",
+            "are missing",
         ),
     ],
 )
