@@ -44,6 +44,9 @@ class QuestionSummary:
     # Documents the run could search (its scope, or the corpus): more than were examined when
     # the sweep's cap stopped it.
     documents_in_scope: int = 0
+    # {document: finding id} of the documents judged to address it by a quote already recorded
+    # for another question (one quote answering two): that finding is its evidence here too.
+    shared: Mapping[int, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -56,6 +59,8 @@ class Position:
 class _Question:
     summary: QuestionSummary
     findings: list[Mapping[str, Any]] = field(default_factory=list)
+    # another question's findings that are this one's evidence too (QuestionSummary.shared)
+    shared: list[Mapping[str, Any]] = field(default_factory=list)
 
 
 def compose_report(
@@ -109,6 +114,10 @@ def _assign(
         if index == other and other not in by_index:
             by_index[other] = _Question(QuestionSummary(other, OTHER_FINDINGS))
         by_index[index].findings.append(finding)
+    by_id = {f["id"]: f for f in findings}
+    for item in by_index.values():
+        own = {f["document_id"] for f in item.findings}
+        item.shared.extend(by_id[i] for d, i in item.summary.shared.items() if i in by_id and d not in own)
     return by_index
 
 
@@ -126,7 +135,7 @@ def _summary(
             f"answer{'s' if count == 1 else ''} both *{_one_line(both.first)}* and "
             f"*{_one_line(both.second)}* (listed under Documents answering both)."
         )
-    answered = [q for q in by_index.values() if q.findings or _answers_by_absence(q)]
+    answered = [q for q in by_index.values() if _evidence(q) or _answers_by_absence(q)]
     if not answered:
         return [
             *lines,
@@ -137,22 +146,20 @@ def _summary(
         if _answers_by_absence(item):
             lines.append(_absence_line(item, positions, titles))
             continue
-        if not item.findings:
+        evidence = _evidence(item)
+        if not evidence:
             continue
-        q, documents = item.summary, {f["document_id"] for f in item.findings}
+        q, documents = item.summary, {f["document_id"] for f in evidence}
         if q.swept and q.documents_examined:
             count = len(set(q.addressing) or {f["document_id"] for f in _table_rows(item)})
             head = f"{count} of {q.documents_examined} documents examined address it"
         else:
-            head = (
-                f"{len(item.findings)} finding{_s(item.findings)} "
-                f"from {len(documents)} document{_s(documents)}"
-            )
+            head = f"{len(evidence)} finding{_s(evidence)} from {len(documents)} document{_s(documents)}"
         shown = _positions_text(item, positions)
         if shown:
             lines.append(f"- **{_one_line(q.question)}** {head}. Positions: {shown}.")
         else:
-            lines.append(f"- **{_one_line(q.question)}** {head}: {_cite(item.findings[0])}")
+            lines.append(f"- **{_one_line(q.question)}** {head}: {_cite(evidence[0])}")
     lines.append("")
     return lines
 
@@ -369,11 +376,16 @@ def _tables(
     return lines
 
 
+def _evidence(item: _Question) -> list[Mapping[str, Any]]:
+    """A question's findings, and those of another question that are its evidence too."""
+    return [*item.findings, *item.shared]
+
+
 def _table_rows(item: _Question) -> list[Mapping[str, Any]]:
     """A swept question's row per addressing document: its sweep finding, or (where the sweep
     found a quote a researcher had already recorded) the document's first finding."""
     rows = {f["document_id"]: f for f in item.findings if f.get("origin") == ORIGIN_SWEEP}
-    for finding in item.findings:
+    for finding in [*item.findings, *item.shared]:
         if finding["document_id"] in item.summary.addressing:
             rows.setdefault(finding["document_id"], finding)
     return list(rows.values())
@@ -412,7 +424,7 @@ def _gaps(by_index: dict[int, _Question], titles: Mapping[int, str]) -> list[str
         # judge turned down but a researcher quoted for this question is no gap.
         absence = _answers_by_absence(item)
         unanswered = [] if absence else absent_titles(item, titles)
-        if not item.findings and not absence and q.question != OTHER_FINDINGS:
+        if not _evidence(item) and not absence and q.question != OTHER_FINDINGS:
             lines.append(f"- {_one_line(q.question)}: no passage retrieved in this run supports an answer.")
         elif q.swept and unanswered:
             names = [_one_line(t) for t in unanswered[:GAP_TITLES]]
@@ -503,6 +515,7 @@ def plan_questions_summary(
                 set_aside=[titles.get(d, f"Document {d}") for d in sorted(overruled)],
                 asked=str(step.get("asked") or ""),
                 documents_in_scope=int(engine_state.get("documents") or 0),
+                shared={int(d): int(i) for d, i in (judged.get("shared") or {}).items()},
             )
         )
     return questions

@@ -163,6 +163,7 @@ def report_answers(*, report: ResearchReport) -> list[dict[str, Any]]:
     titles = corpus_document_titles(
         corpus_id=report.corpus_id, document_ids=judged | {f["document_id"] for f in findings}
     )
+    by_id = {f["id"]: f for f in findings}
     answers = []
     for index, step in enumerate(report.plan or []):
         if not isinstance(step, dict) or not step.get("question"):
@@ -173,6 +174,11 @@ def report_answers(*, report: ResearchReport) -> list[dict[str, Any]]:
         for finding in own:
             by_document.setdefault(finding["document_id"], []).append(finding)
         addressing = {int(d) for d in entry.get("addressing") or []} | set(by_document)
+        # a document whose evidence is a quote recorded for another question (the same quote
+        # answers both) has that finding here too
+        for document, finding_id in (entry.get("shared") or {}).items():
+            if int(document) in addressing and finding_id in by_id:
+                by_document.setdefault(int(document), [by_id[finding_id]])
         examined = [int(d) for d in entry.get("judged") or []]
         documents = []
         for document in list(dict.fromkeys([*examined, *by_document])):

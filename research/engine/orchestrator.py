@@ -380,11 +380,16 @@ class Orchestration:
                     entry["addressing"].append(document)
         items, owners = [i for i, _ in fresh], [o for _, o in fresh]
         outcomes = await self.store.record_findings(items)
-        for (index, document), outcome in zip(owners, outcomes, strict=True):
+        for item, (index, document), outcome in zip(items, owners, outcomes, strict=True):
             if not isinstance(outcome, FindingRejected) or outcome.code == "finding_duplicate":
                 entry = _sweep_entry(sweep, index)
                 if document not in entry["addressing"]:
                     entry["addressing"].append(document)
+            if isinstance(outcome, FindingRejected) and outcome.code == "finding_duplicate":
+                # The quote is another question's finding already: this question's answer cites it.
+                same = _same_quote(self.store.findings, item)
+                if same is not None:
+                    entry.setdefault("shared", {})[str(document)] = same["id"]
 
     async def _read_new_quotes(self) -> None:
         """Before a draft: a document the sweep turned down for a question, from which a
@@ -628,6 +633,19 @@ async def _all(coroutines: Any) -> list[Any]:
         await asyncio.gather(*pending, return_exceptions=True)
         raise failed.exception()
     return [t.result() for t in tasks]
+
+
+def _same_quote(findings: Sequence[dict[str, Any]], item: FindingInput) -> dict[str, Any] | None:
+    """The recorded finding quoting `item`'s quote from its passage (what made it a duplicate)."""
+    quote = " ".join(item.quote.split())
+    return next(
+        (
+            f
+            for f in findings
+            if f["passage_id"] in item.passage_ids and " ".join(f["quote"].split()) == quote
+        ),
+        None,
+    )
 
 
 def _key(question: str) -> str:

@@ -107,6 +107,9 @@ def writer_prompt_data(
                 "not_addressing_ids": list(q.not_addressing_ids),
                 "addressing": list(q.addressing),
                 "set_aside": list(q.set_aside),
+                # {document id: finding id}: addressing documents whose evidence is a finding
+                # recorded for another question (the same quote answers both)
+                "shared_findings": {str(d): i for d, i in q.shared.items()},
                 **({"asked": q.asked, "documents_in_scope": q.documents_in_scope} if q.asked else {}),
             }
             for q in questions
@@ -144,6 +147,7 @@ def offline_writer() -> FunctionModel:
                 set_aside=q.get("set_aside", []),
                 asked=q.get("asked", ""),
                 documents_in_scope=q.get("documents_in_scope", 0),
+                shared={int(d): int(i) for d, i in (q.get("shared_findings") or {}).items()},
             )
             for q in data.get("questions", [])
         ]

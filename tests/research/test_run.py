@@ -666,6 +666,62 @@ def test_a_model_planners_question_in_the_negative_is_judged_as_its_affirmative_
     assert_closed_citation_graph(stored)
 
 
+def test_one_quote_answering_two_questions_is_each_ones_evidence(user, corpus):
+    # given four agreements whose one sentence both requires insurance and caps liability
+    documents = [
+        ingest_text(
+            corpus,
+            f"agreement-{i:02d}.txt",
+            f"Agreement {i} between Party A{i} and Party B{i}.\n\nThe Supplier shall maintain liability "
+            "insurance, and the Supplier's liability under this agreement is capped at the fees paid.\n",
+        ).document.pk
+        for i in range(4)
+    ]
+    prompt = "Which agreements require liability insurance, and which cap the supplier's liability?"
+    report = report_start(user=user, corpus=corpus, prompt=prompt)
+    # when the run executes
+    report_run(report_id=report.pk)
+    # then the sentence is recorded once, and the second question's answer cites it as well
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert {f["question"] for f in stored.findings} == {0}
+    summary = _section_lines(stored.content, "## Summary")
+    second = "**Which agreements cap the supplier's liability?** 4 of 4 documents examined address it"
+    assert any(line.startswith(f"- {second}") for line in summary)
+    rows = _section_lines(stored.content, "## Documents: Which agreements cap the supplier's liability?")
+    assert [row.split(" | ")[0] for row in rows if row.startswith("| agreement-")] == [
+        f"| agreement-{i:02d}" for i in range(4)
+    ]
+    assert "## Gaps" not in stored.content
+    answers = report_answers_data(report=stored)["answers"]
+    assert [(d["document_id"], d["addresses"], bool(d["footnotes"])) for d in answers[1]["documents"]] == [
+        (d, True, True) for d in documents
+    ]
+    assert_closed_citation_graph(stored)
+
+
+@pytest.mark.parametrize(
+    "prompt", ["List the agreements lacking insurance", "Find agreements not requiring insurance"]
+)
+def test_a_request_naming_the_documents_by_a_negative_participle_is_answered_by_those_without(
+    user, corpus, prompt
+):
+    # given six agreements, two of which require insurance
+    documents = ingest_agreements(corpus, 6, insured=2)
+    report = report_start(user=user, corpus=corpus, prompt=prompt)
+    # when the run executes
+    report_run(report_id=report.pk)
+    # then the request is asked in the negative: the four without insurance are its answer
+    stored = ResearchReport.objects.get(pk=report.pk)
+    [step] = stored.plan
+    assert step["asked"].startswith("Which agreements ") and step["question"] != step["asked"]
+    [heading] = [line for line in stored.content.splitlines() if line.startswith("## Documents without it")]
+    assert [line for line in _section_lines(stored.content, heading) if line.startswith("- ")] == [
+        f"- *agreement-{i:02d}*" for i in range(2, 6)
+    ]
+    assert {c["document_id"] for c in stored.citations} == set(documents[:2])
+    assert_closed_citation_graph(stored)
+
+
 def test_which_do_and_which_do_not_is_answered_both_ways(user, corpus):
     # given six agreements, two of which require insurance
     documents = ingest_agreements(corpus, 6, insured=2)
