@@ -395,7 +395,11 @@ class _FootnoteRenderer:
         for paragraph in paragraphs:
             cited = [self.drafted[int(n) - 1]["passage_id"] for n in _MARKER.findall(paragraph)]
             sources = [self.passages[pid].text for pid in dict.fromkeys(cited)]
-            checked.append(self._checked_quotes(paragraph, sources))
+            # A quotation never spans a line, nor a table's cells: a quotation mark one cell
+            # leaves open (a label cut inside a defined term) does not pair with the next cell's.
+            for line in re.split(r"(\n)", paragraph):
+                cells = re.split(r"((?<!\\)\|)", line) if line.lstrip().startswith("|") else [line]
+                checked += [c if c == "|" else self._checked_quotes(c, sources) for c in cells]
         return "".join(checked)
 
     def _anchors(self, raw_ids: str) -> list[int]:

@@ -819,8 +819,21 @@ def test_with_findings_required_a_passage_no_finding_quotes_gets_no_footnote():
             'Same paragraph: "Either party may terminate" on notice[^1].',
         ),
         ('Two words "Confidential Information" stay.', 'Two words "Confidential Information" stay.'),
+        (
+            '| Doc | the defined term" of its label | <cite findings="1">It says "not be liable for any '
+            'indirect damages".</cite> |',
+            '| Doc | the defined term" of its label | It says "not be liable for any indirect '
+            'damages".[^1] |',
+        ),
     ],
-    ids=["verbatim-in-claim", "invented-in-claim", "other-paragraph", "same-paragraph", "short-term"],
+    ids=[
+        "verbatim-in-claim",
+        "invented-in-claim",
+        "other-paragraph",
+        "same-paragraph",
+        "short-term",
+        "table-cells",
+    ],
 )
 def test_quotations_in_the_prose_must_be_verbatim_in_a_cited_passage(draft, body):
     report = _render(draft, findings=FINDINGS)
