@@ -94,7 +94,7 @@ def compose_report(
         lines += _key_findings(by_index, positions or {}, titles)
         lines += _absent(by_index, titles)
         lines += _tables(by_index, positions or {}, titles)
-        lines += _analysis(by_index, titles)
+        lines += _analysis(by_index, positions or {}, titles)
     lines += _gaps(by_index, titles)
     return "\n".join(lines).strip() + "\n"
 
@@ -217,9 +217,12 @@ def _both(conjunctions: Sequence[_Conjunction]) -> list[str]:
         if not both.documents:
             lines += [f"No document examined answers {pair}.", ""]
             continue
+        count = len(both.documents)
         lines += [
-            f"These {len(both.documents)} documents answer {pair} (with the first quote of each "
-            "that says so; an absence has none):",
+            f"This document answers {pair} (with its first quote that says so; an absence has none):"
+            if count == 1
+            else f"These {count} documents answer {pair} (each with its first quote that says so; an "
+            "absence has none):",
             "",
         ]
         for title, cited in both.documents:
@@ -334,11 +337,7 @@ def _key_findings(
                 continue
             count = _documents(item, group)
             lines += [f"**{_one_line(group.label)}** ({count} document{_s(range(count))})", ""]
-            # The same words in several documents (a template clause) are one line citing each.
-            same: dict[str, list[Mapping[str, Any]]] = {}
-            for finding in members:
-                same.setdefault(_one_line(finding["claim"]).lower(), []).append(finding)
-            shown = list(same.values())[:GROUP_EXAMPLES]
+            shown = _examples(members)
             for alike in shown:
                 names = [f"*{_title(titles, f)}*" for f in alike[:SAME_TITLES]]
                 if len(alike) > SAME_TITLES:
@@ -350,6 +349,25 @@ def _key_findings(
                 lines.append(f"- and {rest} more in the table below.")
             lines.append("")
     return lines
+
+
+def _examples(members: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+    """The findings of a position Key findings shows: its first GROUP_EXAMPLES claims, the same
+    words in several documents (a template clause) one line citing each."""
+    same: dict[str, list[Mapping[str, Any]]] = {}
+    for finding in members:
+        same.setdefault(_one_line(finding["claim"]).lower(), []).append(finding)
+    return list(same.values())[:GROUP_EXAMPLES]
+
+
+def _shown_in_key_findings(item: _Question, positions: Mapping[int, Sequence[Position]]) -> set[int]:
+    findings = {f["id"]: f for f in item.findings}
+    return {
+        f["id"]
+        for group in positions.get(item.summary.index, ())
+        for alike in _examples([findings[i] for i in group.finding_ids if i in findings])
+        for f in alike
+    }
 
 
 def _tables(
@@ -391,11 +409,15 @@ def _table_rows(item: _Question) -> list[Mapping[str, Any]]:
     return list(rows.values())
 
 
-def _analysis(by_index: dict[int, _Question], titles: Mapping[int, str]) -> list[str]:
+def _analysis(
+    by_index: dict[int, _Question], positions: Mapping[int, Sequence[Position]], titles: Mapping[int, str]
+) -> list[str]:
+    """Each question's findings neither its table nor Key findings shows, by document."""
     lines: list[str] = []
     for item in by_index.values():
-        in_table = {f["id"] for f in _table_rows(item)} if item.summary.swept else set()
-        rest = [f for f in item.findings if f["id"] not in in_table]
+        shown = {f["id"] for f in _table_rows(item)} if item.summary.swept else set()
+        shown |= _shown_in_key_findings(item, positions)
+        rest = [f for f in item.findings if f["id"] not in shown]
         if not rest:
             continue
         lines += [f"### {_one_line(item.summary.question)}", ""]

@@ -315,6 +315,28 @@ def test_positions_are_key_findings_with_three_examples_and_the_rest_in_the_tabl
     ]
 
 
+def test_a_finding_key_findings_shows_is_not_repeated_in_the_detailed_analysis():
+    # given a document's two findings, a researcher's beside the sweep's: both in one position
+    questions = [_swept(documents_examined=2, not_addressing=["Beta NDA"], addressing=[1])]
+    findings = [
+        _finding(1, "Alpha NDA requires return", document_id=1),
+        _finding(2, "Alpha NDA requires return within ten days", document_id=1, origin="researcher"),
+        _finding(3, "Alpha NDA requires a certificate", document_id=1, origin="researcher"),
+    ]
+    positions = {0: [Position("return", [1, 2])]}
+
+    # when
+    report = _grouped_report(questions, findings, positions)
+
+    # then the researcher's finding Key findings shows is not written again; the other one is
+    assert '<cite findings="2">' in "\n".join(_section(report, "## Key findings"))
+    assert _section(report, "## Detailed analysis") == [
+        f"### {RETURN_QUESTION}",
+        "**Alpha NDA**",
+        '- <cite findings="3">Alpha NDA requires a certificate</cite>',
+    ]
+
+
 def test_the_same_words_in_several_documents_are_one_key_findings_line_citing_each():
     # given five documents of one position, four of them quoting one template clause
     questions = [_swept(documents_examined=5, addressing=[1, 2, 3, 4, 5])]
@@ -698,6 +720,32 @@ def test_a_question_about_two_clauses_lists_the_documents_answering_both():
     assert _section(report, f"## Documents answering both: {both_question}")[1:] == [
         '- *Alpha NDA*: <cite findings="2">Alpha requires return</cite>',
         '- *Gamma NDA*: <cite findings="1">Gamma requires destruction</cite>',
+    ]
+    assert _section(report, f"## Documents answering both: {both_question}")[0].startswith(
+        "These 2 documents answer both "
+    )
+
+    # and one document answering both is "this document"
+    lacking = _swept(
+        index=1,
+        question="Which NDAs require any destruction?",
+        asked="Which NDAs require no destruction?",
+        addressing=[2, 3, 4],
+        not_addressing=["Alpha NDA"],
+        not_addressing_ids=[1],
+        documents_examined=4,
+    )
+    one = compose_report(
+        title="NDA review",
+        questions=[questions[0], lacking],
+        findings=findings,
+        document_titles=TITLES,
+        both=[{"question": both_question, "of": [0, 1]}],
+    )
+    assert _section(one, f"## Documents answering both: {both_question}")[:2] == [
+        f"This document answers both *{RETURN_QUESTION}* and *Which NDAs require no destruction?* (with "
+        "its first quote that says so; an absence has none):",
+        '- *Alpha NDA*: <cite findings="2">Alpha requires return</cite>',
     ]
 
     # and with no document answering both, it says so
