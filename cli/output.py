@@ -145,7 +145,7 @@ def reports_table(reports: list[dict[str, Any]]) -> Table:
             report["id"],
             Text(report["status"].lower(), style=STATUS_STYLES.get(report["status"], "")),
             report["depth"].lower(),
-            report["title"],
+            Text(report["title"]),  # as written: "[/]" in a title is no markup
             local_time(report["created"]),
         )
     return table
@@ -169,7 +169,9 @@ def corpora_table(corpora: list[dict[str, Any]]) -> Table:
     table.add_column("documents", justify="right")
     table.add_column("passages", justify="right")
     for corpus in corpora:
-        table.add_row(corpus["id"], corpus["name"], str(corpus["documentCount"]), str(corpus["passageCount"]))
+        table.add_row(
+            corpus["id"], Text(corpus["name"]), str(corpus["documentCount"]), str(corpus["passageCount"])
+        )
     return table
 
 

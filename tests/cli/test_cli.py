@@ -288,6 +288,21 @@ def test_list_table_shows_the_reports(live_server, token, user, samples):
     assert "queued" in result.stdout
 
 
+def test_names_and_titles_holding_markup_are_printed_as_written(live_server, token, user):
+    # given a corpus and a report whose names hold what Rich would read as markup
+    corpus = corpus_create(creator=user, name="[bold red]Rich[/bold red] [/] name")
+    queued_report(user, corpus, title="What does [/] mean?")
+
+    # when both tables are printed
+    corpora = deepcite("corpora", url=live_server.url, token=token)
+    reports = deepcite("list", url=live_server.url, token=token)
+
+    # then each is printed as written, with no traceback
+    assert (corpora.returncode, reports.returncode) == (0, 0), corpora.stderr + reports.stderr
+    assert "[bold red]Rich[/bold red] [/] name" in corpora.stdout
+    assert "What does [/]" in reports.stdout and "mean?" in reports.stdout  # the title column folds
+
+
 def test_a_bad_token_exits_1_with_invalid_token(live_server, token, samples):
     result = deepcite("corpora", url=live_server.url, token="dc_not-a-real-token")
 
