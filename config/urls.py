@@ -25,3 +25,5 @@ urlpatterns = [
     path("corpora/", include("conversations.urls")),
     path("notifications/", include("notifications.urls")),
 ]
+
+handler400 = "config.errors.bad_request"

@@ -94,3 +94,57 @@ def test_a_thousand_wrong_passwords_lock_the_account_out_never_a_500(server):
     status, page_body = sign_in(server.password.replace(" ", "+"))  # the right one, form-encoded
     connection.close()
     assert status == 429 and b"Signing in is paused" in page_body
+
+
+def test_a_form_upload_of_more_files_than_allowed_gets_a_page_with_its_code(server):
+    # given a signed-in user with a corpus (Django reads the body for the CSRF check, before any
+    # view, and refuses the 101st file there)
+    server.manage("createuser", "uploader", "--password-env", "PW", env={"PW": "uploader pass 42"})
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=60)
+    connection.request("GET", "/accounts/login/")
+    page = connection.getresponse()
+    csrf = re.search(r"csrftoken=([^;]+)", page.getheader("Set-Cookie")).group(1)
+    form_token = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', page.read()).group(1).decode()
+    connection.request(
+        "POST",
+        "/accounts/login/",
+        body=f"csrfmiddlewaretoken={form_token}&username=uploader&password=uploader+pass+42".encode(),
+        headers={"Content-Type": "application/x-www-form-urlencoded", "Cookie": f"csrftoken={csrf}"},
+    )
+    signed_in = connection.getresponse()
+    signed_in.read()
+    session = re.search(r"sessionid=([^;]+)", signed_in.getheader("Set-Cookie")).group(1)
+    cookies = f"csrftoken={csrf}; sessionid={session}"
+    connection.request(
+        "POST",
+        "/corpora/new/",
+        body=f"csrfmiddlewaretoken={form_token}&name=Contracts".encode(),
+        headers={"Content-Type": "application/x-www-form-urlencoded", "Cookie": cookies},
+    )
+    created = connection.getresponse()
+    created.read()
+    corpus_page = created.getheader("Location")
+    assert created.status == 302 and re.fullmatch(r"/corpora/\d+/", corpus_page)
+    # when 101 files are posted through the upload form
+    boundary = "deepcite-boundary"
+    parts = [
+        f'--{boundary}\r\nContent-Disposition: form-data; name="csrfmiddlewaretoken"\r\n\r\n{form_token}\r\n'
+    ]
+    parts += [
+        f'--{boundary}\r\nContent-Disposition: form-data; name="files"; filename="f{i}.md"\r\n'
+        f"Content-Type: text/markdown\r\n\r\nNotice is in writing.\r\n"
+        for i in range(101)
+    ]
+    body = ("".join(parts) + f"--{boundary}--\r\n").encode()
+    connection.request(
+        "POST",
+        f"{corpus_page}upload/",
+        body=body,
+        headers={"Content-Type": f"multipart/form-data; boundary={boundary}", "Cookie": cookies},
+    )
+    refused = connection.getresponse()
+    text = refused.read().decode()
+    connection.close()
+    # then a page says what was wrong, with its code
+    assert refused.status == 400
+    assert "An upload is at most 100 files at a time. (too_many_files)" in text

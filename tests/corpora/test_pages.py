@@ -95,6 +95,20 @@ def test_an_upload_over_the_limit_is_refused_from_its_declared_size(browser, use
     assert not Document.objects.exists()
 
 
+def test_more_files_than_a_request_may_carry_are_refused_with_a_page_saying_so(browser, user, settings):
+    # given a form upload of one file more than a request may carry
+    settings.DATA_UPLOAD_MAX_NUMBER_FILES = 3
+    corpus = corpus_create(creator=user, name="Contracts")
+    files = [SimpleUploadedFile(f"f{i}.md", b"# Terms\n\nNotice is in writing.") for i in range(4)]
+    # when
+    response = browser.post(reverse("corpora:upload", args=[corpus.pk]), {"files": files})
+    # then a page names the limit and its code, and nothing is ingested
+    page = response.content.decode()
+    assert response.status_code == 400
+    assert "An upload is at most 3 files at a time. (too_many_files)" in page
+    assert not Document.objects.exists()
+
+
 def test_an_empty_upload_is_said(browser, user):
     corpus = corpus_create(creator=user, name="Contracts")
     response = browser.post(reverse("corpora:upload", args=[corpus.pk]), {})
