@@ -107,7 +107,10 @@ _NEGATIONS = (
         r"\1 any ",
     ),
 )
-_SEGMENT_SPLIT = re.compile(r"(?<=\?)\s+|\n+|;\s+|\s*(?:^|\n)\s*(?:[-*\u2022]|\d+[.)])\s+")
+# A line opening with a bullet or an item number is tried first, so that "2." is not kept.
+_SEGMENT_SPLIT = re.compile(r"\s*(?:^|\n)\s*(?:[-*\u2022]|\d+[.)])\s+|(?<=\?)\s+|\n+|;\s+")
+# "Research the following: X, Y and Z": what follows is the request.
+_FOLLOWING = re.compile(r"^(?:the\s+)?following(?:\s+(?:points|questions|topics|items|issues))?\s*:\s*", re.I)
 # "... cap liability, and what happens on termination?" asks two things.
 _SECOND_QUESTION = re.compile(
     r",?\s+(?:and|or)\s+(?=(?:what|which|who|whom|whose|when|where|how|why|whether|are|is|do|does|can|"
@@ -184,8 +187,13 @@ def request_segments(prompt: str) -> list[str]:
     completed, and a request for documents asked as the question it is."""
     text = _LEAD_IN.sub("", prompt.strip(), count=1)
     led = text != prompt.strip()
+    text = _FOLLOWING.sub("", text, count=1)
     segments = []
-    for s in _SEGMENT_SPLIT.split(text):
+    pieces = _SEGMENT_SPLIT.split(text)
+    for position, s in enumerate(pieces):
+        # "I need a memo on the following:" introduces the lines after it; it asks nothing itself.
+        if (s or "").rstrip().endswith(":") and any((p or "").strip() for p in pieces[position + 1 :]):
+            continue
         previous = ""
         parts = _SECOND_QUESTION.split(s or "")
         for position, part in enumerate(parts):
@@ -394,8 +402,18 @@ QUESTION_FRAMING = DOCUMENT_PARTS | frozenset(
 )
 
 
+# The first halves of hyphenated words ("non-compete", "anti-assignment"): alone they say
+# nothing, and a sentence under "Non-Waiver" or about a "non-exclusive licence" does not answer a
+# question about a non-compete by sharing "non".
+PREFIXES = frozenset("non anti co pre sub multi".split())
+
+
 def content_words(text: str) -> list[str]:
-    return [stem(w) for w in words(text) if w not in STOPWORDS and w not in QUESTION_FRAMING and len(w) > 1]
+    return [
+        stem(w)
+        for w in words(text)
+        if w not in STOPWORDS and w not in QUESTION_FRAMING and w not in PREFIXES and len(w) > 1
+    ]
 
 
 def stem(word: str) -> str:
@@ -505,6 +523,26 @@ def _is_statement(sentence: str) -> bool:
         and len(sentence.split()) >= SENTENCE_MIN_WORDS
         and (any(c.islower() for c in sentence) or len(sentence) > HEADING_MAX_CHARS)
         and not _is_heading(sentence)
+        and not _is_form(sentence)
+    )
+
+
+_FORM_LABELS = frozenset("by name title date signed signature witness its".split())
+
+
+def _is_form(sentence: str) -> bool:
+    """A signature block, its labels or a table of contents, which say nothing a
+    question asks ("IN WITNESS WHEREOF, the Parties have signed ...", "By: ____ Title: ____
+    Date:", "Signed Signed Name Name Date Date", "12.1 Indemnification by GSK 35 12.5 Insurance
+    37"), though they share a word with one ("date", "insurance")."""
+    if "witness whereof" in sentence.lower():
+        return True
+    tokens = sentence.split()
+    labels = sum(1 for t in tokens if t.strip(":.,").lower() in _FORM_LABELS)
+    numbers = sum(1 for t in tokens if re.fullmatch(r"\d+(?:\.\d+)*\.?|[ivxl]+", t.lower()))
+    lower = sum(1 for t in tokens if t.isalpha() and t.islower())  # a sentence's own words
+    return labels >= 0.4 * len(tokens) or (
+        numbers >= 4 and numbers >= 0.25 * len(tokens) and lower <= 0.2 * len(tokens)
     )
 
 

@@ -126,6 +126,17 @@ from research.engine.text import (
         ("List contracts missing a termination clause", ["Which contracts lack a termination clause?"]),
         ("List the agreements regarding pricing", ["Which agreements concern pricing?"]),
         ("Find the agreements being renegotiated", ["Which agreements are renegotiated?"]),
+        # a line introducing the lines after it asks nothing itself; numbered items lose their numbers
+        (
+            "I need a memo on the following:\n- the duration of confidentiality obligations\n"
+            "- whether the NDA grants any license",
+            ["the duration of confidentiality obligations", "whether the NDA grants any license"],
+        ),
+        ("Compare:\n1. liability caps\n2. governing law", ["liability caps", "governing law"]),
+        (
+            "Research the following: liability caps, governing law and termination rights",
+            ["liability caps", "governing law", "termination rights"],
+        ),
         # "-ing" words that are no verb's participle stay as asked
         ("List the contracts during the term", ["List the contracts during the term"]),
     ],
@@ -334,6 +345,39 @@ def test_a_word_only_the_heading_says_weighs_less_than_one_the_sentence_says():
 
     # then the sentence saying "retention" itself is chosen, not the one only its title does
     assert [s.text for s in chosen] == ["This policy states the retention of each kind of data we hold."]
+
+
+def test_a_word_sharing_only_a_hyphenated_prefix_with_the_question_is_no_match():
+    # given a contract's waiver clause under "Non-Waiver" and its non-exclusive licence
+    passage = {
+        "passage_id": 1,
+        "document_id": 1,
+        "heading": "",
+        "text": "15.6 Non-Waiver\n\nAll waivers must be in writing and signed by both parties.\n\n"
+        "Licensor grants a non-exclusive, limited license to use the marks.",
+    }
+
+    # when asked about a non-compete
+    chosen = best_sentences("Which contracts have a non-compete?", [passage], 1)
+
+    # then nothing is quoted: "non" alone answers nothing
+    assert chosen == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "IN WITNESS WHEREOF, the Parties have signed this Agreement as of the date first written above.",
+        "By: ____________ Title: ____________ Date: ____________",
+        "Signed Signed Name Name Date Date",
+        "ARTICLE 12 INDEMNIFICATION 35 12.1 Indemnification by GSK 35 12.2 Indemnification by Company 36 "
+        "12.5 Insurance 37 iii",
+    ],
+)
+def test_a_signature_block_or_a_table_of_contents_is_never_a_quote(text):
+    # the sentence after it, which says something, is
+    said = "This Agreement expires on the fifth anniversary of the date of the last signature."
+    assert sentences(f"{text}\n\n{said}") == [said]
 
 
 def test_a_long_sentence_is_not_cut_where_its_carve_out_would_go_to_a_later_piece():
