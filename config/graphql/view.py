@@ -174,9 +174,9 @@ class DeepciteGraphQLView(GraphQLView):
         return params
 
     def parse_body(self, request: HttpRequest):
-        # The base view decodes an application/graphql body without catching a bad encoding, and
+        # The base view decodes a GraphQL or JSON body without catching a bad encoding, and
         # form bodies raise Django's parser errors, which would otherwise reach our catch-all.
-        if self.get_content_type(request) == "application/graphql":
+        if self.get_content_type(request) in ("application/graphql", "application/json"):
             try:
                 request.body.decode("utf-8")
             except UnicodeDecodeError as exc:

@@ -887,14 +887,19 @@ def test_a_query_that_is_not_a_string_is_a_400(gql):
     assert response.status_code == 400
 
 
-def test_a_non_utf8_application_graphql_body_is_a_400(gql):
-    # found by the fuzzer: the base view decoded it unguarded (500)
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        # found by the fuzzer: the base view decoded it unguarded (500)
+        (b"\x80{", "application/graphql"),
+        # and a JSON body's bad byte was an invalid_request naming Python's codec error
+        (b"\xff\xfe", "application/json"),
+        (b'{"query": "{ me { username } }\xff"}', "application/json"),
+    ],
+)
+def test_a_non_utf8_body_is_a_400_invalid_body(gql, body, content_type):
     response = gql.client.generic(
-        "POST",
-        "/graphql",
-        data=b"\x80{",
-        content_type="application/graphql",
-        HTTP_AUTHORIZATION=f"Bearer {gql.token}",
+        "POST", "/graphql", data=body, content_type=content_type, HTTP_AUTHORIZATION=f"Bearer {gql.token}"
     )
     assert (response.status_code, response.json()) == (
         400,
