@@ -233,14 +233,16 @@ def _both(conjunctions: Sequence[_Conjunction]) -> list[str]:
 
 def _positions_text(item: _Question, positions: Mapping[int, Sequence[Position]]) -> str:
     """The question's main positions, each with its count of documents, cited: "" with none."""
-    groups = list(positions.get(item.summary.index, ()))[:SUMMARY_POSITIONS]
-    return "; ".join(
+    every = list(positions.get(item.summary.index, ()))
+    shown = "; ".join(
         _cite_ids(
             g.finding_ids[:SUMMARY_CITES],
             f"{_documents(item, g)} document{_s(range(_documents(item, g)))}: {g.label}",
         )
-        for g in groups
+        for g in every[:SUMMARY_POSITIONS]
     )
+    more = len(every) - SUMMARY_POSITIONS
+    return f"{shown}; and {more} more under Key findings" if more > 0 else shown
 
 
 def _answers_by_absence(item: _Question) -> bool:

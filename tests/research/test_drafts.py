@@ -315,6 +315,21 @@ def test_positions_are_key_findings_with_three_examples_and_the_rest_in_the_tabl
     ]
 
 
+def test_the_summary_says_how_many_positions_it_does_not_name():
+    # given six documents each taking its own position
+    questions = [_swept(documents_examined=6, not_addressing=[], addressing=[1, 2, 3, 4, 5, 6])]
+    findings = [_finding(i, f"{TITLES[i]} says {i}", document_id=i) for i in range(1, 7)]
+    positions = {0: [Position(f"position {i}", [i]) for i in range(1, 7)]}
+
+    # when
+    report = _grouped_report(questions, findings, positions)
+
+    # then the Summary names four and counts the other two
+    [line] = _section(report, "## Summary")
+    assert '<cite findings="4">1 document: position 4</cite>; and 2 more under Key findings.' in line
+    assert "position 5" not in line
+
+
 def test_a_finding_key_findings_shows_is_not_repeated_in_the_detailed_analysis():
     # given a document's two findings, a researcher's beside the sweep's: both in one position
     questions = [_swept(documents_examined=2, not_addressing=["Beta NDA"], addressing=[1])]
