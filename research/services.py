@@ -202,7 +202,9 @@ def _time_limit(value: Any) -> int:
     ceiling = settings.RESEARCH_TIME_LIMIT_SECONDS
     if isinstance(value, bool) or not isinstance(value, int) or value < TIME_LIMIT_MIN_SECONDS:
         raise TimeLimitInvalid(
-            f"a time limit is {TIME_LIMIT_MIN_SECONDS} to {ceiling} seconds", field="time_limit_seconds"
+            f"a time limit is at least {TIME_LIMIT_MIN_SECONDS} seconds "
+            f"(a longer one is capped at {ceiling})",
+            field="time_limit_seconds",
         )
     return min(value, ceiling)
 
