@@ -19,7 +19,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from config.exceptions import ApplicationError
 from config.ratelimit import RateLimited, rate, rate_limit_hit
 from corpora.constants import UPLOAD_FIELD
-from corpora.exceptions import CorpusNotFound, CorpusPermissionDenied, DocumentNotFound
+from corpora.exceptions import CorpusHasReports, CorpusNotFound, CorpusPermissionDenied, DocumentNotFound
 from corpora.extraction import SUPPORTED_SUFFIXES
 from corpora.highlight import parse_mark, passage_marked_html
 from corpora.models import Corpus
@@ -180,7 +180,14 @@ def corpus_delete_page(request: HttpRequest, corpus_id: int) -> HttpResponse:
         deleted = corpus_delete(
             user=request.user, corpus=corpus, delete_reports=request.POST.get("delete_reports") == "on"
         )
-    except ApplicationError as error:  # corpus_busy, corpus_has_reports
+    except CorpusHasReports as error:  # the page's way to delete them is its box, not the API's argument
+        messages.error(
+            request,
+            f"{error.message.split(';')[0]}: tick “Also delete the research reports on it” to delete "
+            f"them with it, or keep the corpus ({error.code}).",
+        )
+        return redirect("corpora:detail", corpus_id=corpus.pk)
+    except ApplicationError as error:  # corpus_busy
         messages.error(request, f"{error.message} ({error.code})")
         return redirect("corpora:detail", corpus_id=corpus.pk)
     reports = f" and {deleted.reports} report{pluralize(deleted.reports)}" if deleted.reports else ""

@@ -232,7 +232,9 @@ def test_a_corpus_with_reports_is_kept_unless_they_go_too(browser, user):
     ingest_samples(corpus)
     queued_report(user, corpus, "Liability", status=ReportStatus.COMPLETED)
     kept = browser.post(reverse("corpora:delete", args=[corpus.pk]), {"confirm": "Contracts"}, follow=True)
-    assert "corpus_has_reports" in kept.content.decode()
+    page = kept.content.decode()
+    assert "corpus_has_reports" in page and "deleteReports" not in page
+    assert "tick “Also delete the research reports on it”" in page
     assert Corpus.objects.filter(pk=corpus.pk).exists()
     gone = browser.post(
         reverse("corpora:delete", args=[corpus.pk]),
