@@ -1,5 +1,6 @@
 """Text extraction per file format. Produces the document text every passage offset refers to."""
 
+import codecs
 import io
 import logging
 import re
@@ -96,6 +97,12 @@ def extract(content: bytes, file_type: FileType, *, filename: str) -> Extracted:
 
 
 def _decode_text(content: bytes, filename: str) -> str:
+    # UTF-16 with its byte-order mark (Windows Notepad's "Unicode"): NUL bytes that are text.
+    if content[:2] in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+        try:
+            content = content.decode("utf-16").encode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CorruptFile(f"{filename!r}: not valid UTF-16 after its byte-order mark") from exc
     if b"\x00" in content[:65536]:
         raise CorruptFile(f"{filename!r}: binary content (NUL bytes) in a text file")
     try:

@@ -37,6 +37,22 @@ def test_symbol_font_bullets_become_the_bullets_they_draw():
     assert len(extracted.text) == len(text)
 
 
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be"])
+def test_utf16_text_with_its_byte_order_mark_is_read(encoding):
+    # given the file Windows Notepad saves as "Unicode" (a BOM, then two bytes a character)
+    text = "Warranty: the seller warrants the product for twelve months. Caf\u00e9."
+    content = text.encode(encoding)
+    if encoding != "utf-16":
+        content = ("\ufeff" + text).encode(encoding)
+    # when / then
+    assert extract(content, FileType.TXT, filename="notes.txt").text == text
+
+
+def test_utf16_bytes_that_do_not_decode_are_a_corrupt_file():
+    with pytest.raises(CorruptFile):
+        extract(b"\xff\xfeA\x00\x00\xd8", FileType.TXT, filename="broken.txt")
+
+
 def test_non_utf8_text_falls_back_to_cp1252():
     extracted = extract("Caf\u00e9 \u201cquoted\u201d".encode("cp1252"), FileType.TXT, filename="a.txt")
 
