@@ -350,7 +350,10 @@ class StartResearchReport(BaseMutation):
 
 
 class CancelResearchReport(BaseMutation):
+    # The report, for its creator; an administrator stopping another user's run reads only its
+    # status (the API shows everyone their own reports only).
     report = graphene.Field(ResearchReportNode)
+    status = graphene.Field(ReportStatusEnum)
 
     class Arguments:
         id = graphene.ID(required=True)
@@ -358,7 +361,9 @@ class CancelResearchReport(BaseMutation):
     @classmethod
     def perform(cls, root, info, id):
         user = require_user(info)
-        return {"report": report_cancel(user=user, report_id=decode_id(id, "ResearchReport"))}
+        report = report_cancel(user=user, report_id=decode_id(id, "ResearchReport"))
+        status = ReportStatus(report.status).value
+        return {"report": report if report.creator_id == user.pk else None, "status": status}
 
 
 class ResumeResearchReport(BaseMutation):

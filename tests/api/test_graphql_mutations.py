@@ -5,6 +5,7 @@ import pytest
 from django.test import Client
 
 from accounts.models import ApiToken
+from accounts.services import api_token_create
 from conversations.models import ChatMessage, Conversation, MessageRole
 from corpora.services import corpus_create
 from notifications.models import Notification
@@ -235,6 +236,23 @@ def test_cancel_a_running_report_asks_it_to_stop(gql, user, corpus):
         "status": "CANCELLING",
         "cancelRequested": True,
     }
+    assert ResearchReport.objects.get(pk=report.pk).status == ReportStatus.CANCELLING
+
+
+def test_an_administrator_stops_another_users_run_and_reads_only_its_status(user, corpus, django_user_model):
+    # given another user's running report, and an administrator's token
+    report = report_start(user=user, corpus=corpus, prompt="termination")
+    report_mark_running(report_id=report.pk)
+    admin = django_user_model.objects.create_superuser("root", password="root pass 42")
+    as_admin = GraphQL(Client(), token=api_token_create(user=admin, name="tests").secret)
+    # when the administrator cancels it, asking for the report's prompt and findings too
+    payload = as_admin.data(
+        """mutation($id: ID!) { cancelResearchReport(id: $id) {
+            errors { code } status report { prompt findings { quote } } } }""",
+        {"id": gid("ResearchReport", report.pk)},
+    )["cancelResearchReport"]
+    # then the run is asked to stop; the payload says so and shows nothing of the report
+    assert payload == {"errors": [], "status": "CANCELLING", "report": None}
     assert ResearchReport.objects.get(pk=report.pk).status == ReportStatus.CANCELLING
 
 
