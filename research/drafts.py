@@ -73,13 +73,14 @@ def compose_report(
     note: str | None = None,
     brief: bool = False,
     both: Sequence[Mapping[str, Any]] = (),
+    not_planned: Sequence[str] = (),
 ) -> str:
     """The report: Summary with counts, Key findings by position, a per-document table for
     swept questions, Detailed analysis, Gaps. `positions` groups each question's findings
     (question index -> positions); a question without groups lists its findings by document.
     `both`: questions of the request ({question, of: [two question indices]}) answered by the
     documents that answer both of theirs. `brief` (the fast path): the answer's findings and
-    the gaps only."""
+    the gaps only. `not_planned`: parts of the request beyond the run's breadth, named in Gaps."""
     by_index = _assign(questions, findings)
     titles = {int(k): v for k, v in document_titles.items()}
     lines = [f"# {_one_line(title)}", ""]
@@ -95,7 +96,7 @@ def compose_report(
         lines += _absent(by_index, titles)
         lines += _tables(by_index, positions or {}, titles)
         lines += _analysis(by_index, positions or {}, titles)
-    lines += _gaps(by_index, titles)
+    lines += _gaps(by_index, titles, not_planned)
     return "\n".join(lines).strip() + "\n"
 
 
@@ -440,8 +441,16 @@ def _brief(by_index: dict[int, _Question], titles: Mapping[int, str]) -> list[st
     return ["## Answer", "", *[f"- {_cite(f)} (*{_title(titles, f)}*)" for f in findings], ""]
 
 
-def _gaps(by_index: dict[int, _Question], titles: Mapping[int, str]) -> list[str]:
+def _gaps(
+    by_index: dict[int, _Question], titles: Mapping[int, str], not_planned: Sequence[str] = ()
+) -> list[str]:
     lines = []
+    if not_planned:
+        named = "; ".join(f"*{_one_line(part)}*" for part in not_planned)
+        lines.append(
+            f"- Not researched, being more than the sub-questions this run plans (its breadth): {named}. "
+            f"A larger breadth or a deeper depth researches {'it' if len(not_planned) == 1 else 'them'}."
+        )
     for item in by_index.values():
         q = item.summary
         # A negated question's documents without it are its answer, listed above; a document the
@@ -616,4 +625,5 @@ def compose_from_findings(
         note=note,
         brief=engine_state.get("strategy") == "fast",
         both=engine_state.get("both") or [],
+        not_planned=engine_state.get("not_planned") or [],
     )

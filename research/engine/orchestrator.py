@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from pydantic_ai import Agent, UsageLimits
 from pydantic_ai.exceptions import UnexpectedModelBehavior
 
-from research.constants import DepthPreset
+from research.constants import BREADTH_MAX, DepthPreset
 from research.drafts import compose_from_findings, plan_questions_summary, split_set_aside
 from research.engine.budget import BudgetGate
 from research.engine.critic import CriticDeps, Critique, critic_agent, critic_prompt_data
@@ -42,7 +42,7 @@ from research.engine.researcher import (
     researcher_agent,
 )
 from research.engine.store import RunStore, SweepEvidence
-from research.engine.text import keywords, negated, request_conjunctions, without_words
+from research.engine.text import keywords, negated, plan_questions, request_conjunctions, without_words
 from research.engine.writer import (
     EXTRACTIVE_NOTE,
     Draft,
@@ -168,11 +168,24 @@ class Orchestration:
         ]
         await self.store.record_plan(plan=self.plan)
         self.state["both"] = self._conjunctions()
+        self.state["not_planned"] = self._not_planned()
+        if self.state["not_planned"]:
+            self.warnings.append(f"plan_truncated:{len(self.state['not_planned'])}")
         self.state["directions"] = [
             Direction(step["question"], tuple(step["queries"]), plan_index=i).as_dict()
             for i, step in enumerate(self.plan)
         ]
         await self._progress("researching", level=1, levels=self.preset.depth, checkpoint=True)
+
+    def _not_planned(self) -> list[str]:
+        """The parts of the request its plan leaves out because they are more than the run's
+        breadth ("research X, Y, Z and W" at a breadth of 3): the report names them, so that
+        nothing asked is dropped unsaid. A part the plan asks in other words is not named."""
+        parts = plan_questions(self.prompt, BREADTH_MAX)
+        if len(parts) <= self.breadth:
+            return []
+        planned = {_key(text) for step in self.plan for text in (step["question"], step.get("asked") or "")}
+        return [part for part in parts if _key(part) not in planned]
 
     def _conjunctions(self) -> list[dict[str, Any]]:
         """The request's questions asking for documents that answer two ("Which contracts have
@@ -503,6 +516,7 @@ class Orchestration:
                 titles=titles,
                 brief=brief,
                 both=self.state.get("both") or [],
+                not_planned=self.state.get("not_planned") or [],
             ),
         )
         deps = WriterDeps(store=self.store, finding_ids={f["id"] for f in findings})

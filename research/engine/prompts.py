@@ -72,6 +72,8 @@ not_addressing; list them, say that no passage in them was judged to address `qu
 cite the findings of the documents that do. Each entry of `both` is a question of the request
 answered by the documents that answer both of its two questions (`of`, their indices; for one
 with `asked`, its answer is its not_addressing documents): answer it first, listing them.
+`not_planned` holds parts of the request this run did not research (beyond its breadth): name
+them under Gaps as not researched.
 Every statement of fact carries a citation: wrap it as <cite findings="ID[,ID]">statement</cite>
 with the ids of the findings that support it (call group_findings to see which findings take the
 same position). A quotation in your prose must be copied exactly from a finding's quote.

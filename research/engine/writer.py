@@ -91,12 +91,15 @@ def writer_prompt_data(
     titles: dict[int, str],
     brief: bool,
     both: list[dict[str, Any]] | None = None,
+    not_planned: list[str] | None = None,
 ) -> dict[str, Any]:
     return {
         "title": title,
         "brief": brief,
         # questions of the request answered by the documents that answer two of `questions`
         "both": both or [],
+        # parts of the request beyond the run's breadth, not researched: the report names them
+        "not_planned": not_planned or [],
         "questions": [
             {
                 "index": q.index,
@@ -177,6 +180,7 @@ def offline_writer() -> FunctionModel:
             note=EXTRACTIVE_NOTE,
             brief=bool(data.get("brief")),
             both=data.get("both") or [],
+            not_planned=data.get("not_planned") or [],
         )
         call = ToolCallPart("submit_report", {"markdown": markdown}, tool_call_id="submit")
         return ModelResponse(parts=[call], model_name=OFFLINE_WRITER)

@@ -666,6 +666,31 @@ def test_a_model_planners_question_in_the_negative_is_judged_as_its_affirmative_
     assert_closed_citation_graph(stored)
 
 
+def test_the_parts_of_a_request_beyond_the_breadth_are_named_not_dropped(user, corpus):
+    # given a request of four parts, at shallow (breadth 3)
+    ingest_agreements(corpus, 4, insured=2)
+    prompt = "Please research insurance, governing law, liability caps and termination for convenience"
+    report = report_start(user=user, corpus=corpus, prompt=prompt, depth="shallow")
+    # when the run executes
+    report_run(report_id=report.pk)
+    # then three are researched and the fourth is named under Gaps, with a warning
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert [step["question"] for step in stored.plan] == ["insurance", "governing law", "liability caps"]
+    assert stored.engine_state["not_planned"] == ["termination for convenience"]
+    assert "plan_truncated:1" in stored.warnings
+    assert (
+        "- Not researched, being more than the sub-questions this run plans (its breadth): "
+        "*termination for convenience*. A larger breadth or a deeper depth researches it."
+    ) in _section_lines(stored.content, "## Gaps")
+    # and at a breadth that holds them all, nothing is named
+    ResearchReport.objects.filter(pk=report.pk).delete()
+    wide = report_start(user=user, corpus=corpus, prompt=prompt, depth="shallow", breadth=4)
+    report_run(report_id=wide.pk)
+    stored = ResearchReport.objects.get(pk=wide.pk)
+    assert len(stored.plan) == 4 and stored.engine_state["not_planned"] == []
+    assert "Not researched" not in stored.content
+
+
 def test_one_quote_answering_two_questions_is_each_ones_evidence(user, corpus):
     # given four agreements whose one sentence both requires insurance and caps liability
     documents = [
