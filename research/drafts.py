@@ -154,6 +154,12 @@ def _summary(
         if q.swept and q.documents_examined:
             count = len(set(q.addressing) or {f["document_id"] for f in _table_rows(item)})
             head = f"{count} of {q.documents_examined} documents examined address it"
+            unexamined = q.documents_in_scope - q.documents_examined
+            if unexamined > 0:
+                head += (
+                    f" ({unexamined} more of the {q.documents_in_scope} in scope were not examined: the "
+                    "sweep judges the documents its searches reach, up to the depth's cap)"
+                )
         else:
             head = f"{len(evidence)} finding{_s(evidence)} from {len(documents)} document{_s(documents)}"
         shown = _positions_text(item, positions)

@@ -113,7 +113,10 @@ def writer_prompt_data(
                 # {document id: finding id}: addressing documents whose evidence is a finding
                 # recorded for another question (the same quote answers both)
                 "shared_findings": {str(d): i for d, i in q.shared.items()},
-                **({"asked": q.asked, "documents_in_scope": q.documents_in_scope} if q.asked else {}),
+                # the documents the run could search: more than were examined when the sweep
+                # judged only those its searches reached, up to the depth's cap
+                "documents_in_scope": q.documents_in_scope,
+                **({"asked": q.asked} if q.asked else {}),
             }
             for q in questions
         ],

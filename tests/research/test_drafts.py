@@ -790,3 +790,28 @@ def test_the_documents_a_capped_sweep_did_not_examine_are_counted_not_listed_wit
         "25 more documents of the 30 the run could search were not examined (the depth's cap on "
         "documents swept): they may lack it too."
     )
+
+
+def test_the_summary_counts_the_documents_in_scope_a_sweep_did_not_examine():
+    # given a question swept over 5 of the 30 documents in scope, 3 of which address it
+    questions = [_swept(documents_in_scope=30)]
+
+    # when
+    report = compose_report(
+        title="NDA review", questions=questions, findings=SWEEP_FINDINGS, document_titles=TITLES
+    )
+
+    # then its Summary line says the other 25 were not examined, and why
+    [line] = _section(report, "## Summary")
+    assert line.startswith(
+        f"- **{RETURN_QUESTION}** 3 of 5 documents examined address it (25 more of the 30 in scope were "
+        "not examined: the sweep judges the documents its searches reach, up to the depth's cap)"
+    )
+    # and with every document examined, nothing is added
+    every = compose_report(
+        title="NDA review",
+        questions=[_swept(documents_in_scope=5)],
+        findings=SWEEP_FINDINGS,
+        document_titles=TITLES,
+    )
+    assert "in scope" not in _section(every, "## Summary")[0]
