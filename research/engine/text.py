@@ -117,6 +117,8 @@ _SECOND_QUESTION = re.compile(
     r"could|should|will|would)\b)",
     re.IGNORECASE,
 )
+# "..., which have Y and which ...": a question listed between two others, after a comma alone.
+_LISTED_QUESTION = re.compile(r",\s+(?=(?:which|what)\s)", re.IGNORECASE)
 # "and which by California law?": a second question with no verb of its own.
 _ELLIPSIS = re.compile(
     r"^(?:which|what)\s+(?P<preposition>by|in|under|to|for|with|from|on|at|about|of)\s+(?P<rest>.+)$",
@@ -196,6 +198,9 @@ def request_segments(prompt: str) -> list[str]:
             continue
         previous = ""
         parts = _SECOND_QUESTION.split(s or "")
+        if len(parts) > 1:
+            # "Which contracts have X, which have Y and which are Z?": a list of questions.
+            parts = [piece for part in parts for piece in _LISTED_QUESTION.split(part)]
         for position, part in enumerate(parts):
             part = part.strip(" .,:;-\t")
             # "Which contracts cap liability, and which do not?": the first is a question too.

@@ -126,6 +126,21 @@ from research.engine.text import (
         ("List contracts missing a termination clause", ["Which contracts lack a termination clause?"]),
         ("List the agreements regarding pricing", ["Which agreements concern pricing?"]),
         ("Find the agreements being renegotiated", ["Which agreements are renegotiated?"]),
+        # a list of questions, the middle one after a comma alone
+        (
+            "Which contracts have a non-compete clause, which have an exclusivity clause and which are "
+            "governed by Delaware law?",
+            [
+                "Which contracts have a non-compete clause?",
+                "Which contracts have an exclusivity clause?",
+                "Which contracts are governed by Delaware law?",
+            ],
+        ),
+        # a relative clause is no question of its own
+        (
+            "Which contracts, which were signed in 2020, require insurance?",
+            ["Which contracts, which were signed in 2020, require insurance?"],
+        ),
         # a line introducing the lines after it asks nothing itself; numbered items lose their numbers
         (
             "I need a memo on the following:\n- the duration of confidentiality obligations\n"
