@@ -164,6 +164,8 @@ def report_answers(*, report: ResearchReport) -> list[dict[str, Any]]:
         corpus_id=report.corpus_id, document_ids=judged | {f["document_id"] for f in findings}
     )
     by_id = {f["id"]: f for f in findings}
+    # the position each finding's row shows (the writer's groups), for a model judge's own none
+    positions = state.get("positions") or {}
     answers = []
     for index, step in enumerate(report.plan or []):
         if not isinstance(step, dict) or not step.get("question"):
@@ -189,7 +191,8 @@ def report_answers(*, report: ResearchReport) -> list[dict[str, Any]]:
                     "document_id": document,
                     "title": titles.get(document),
                     "addresses": document in addressing,
-                    "position": (first or {}).get("position") or None,
+                    "position": ((first or {}).get("position") or positions.get(str((first or {}).get("id"))))
+                    or None,
                     "quote": first["quote"] if first else None,
                     "footnotes": sorted(
                         {

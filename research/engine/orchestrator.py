@@ -121,8 +121,10 @@ class Orchestration:
             await self._progress("researching", level=level, levels=levels, checkpoint=True)
         if not self.state.get("sweep_done"):
             await self._sweep()
-        draft = await self._write()
-        return await self._review(draft)
+        draft = await self._review(await self._write())
+        # The final draft's positions join the run's state (the exports give them).
+        await self._progress("writing", checkpoint=True)
+        return draft
 
     async def _fast(self) -> str:
         """One researcher, one retrieval round, the brief answer."""
@@ -520,8 +522,10 @@ class Orchestration:
             ),
         )
         deps = WriterDeps(store=self.store, finding_ids={f["id"] for f in findings})
+        self.store.positions.clear()
         try:
             draft: Draft = await self._agent(writer_agent, prompt, deps, Role.WRITER)
+            self.state["positions"] = {str(i): label for i, label in self.store.positions.items()}
             return draft.markdown
         except UnexpectedModelBehavior as exc:
             # The model could not write a valid report: the findings are composed instead.

@@ -101,6 +101,9 @@ class RunStore:
     # The report's status as the last step's write saw it (None: no write since the last check),
     # so the run need not query for a pending cancel after a step that already read the row.
     seen_status: str | None = None
+    # {finding id: the label of the position group_findings put it in}: what the report's table
+    # shows as its Position, kept with the run's state for the exports.
+    positions: dict[int, str] = field(default_factory=dict)
 
     @property
     def usage(self) -> dict[str, Any]:
@@ -402,6 +405,7 @@ class RunStore:
             [f["quote"] for f in findings], await asyncio.to_thread(vectors), exclude=[question]
         )
         result = [{"label": g.label, "finding_ids": [findings[i]["id"] for i in g.members]} for g in groups]
+        self.positions.update({finding_id: g["label"] for g in result for finding_id in g["finding_ids"]})
         call = ToolCall("group_findings", {"findings": len(findings)}, _ms(started), f"{len(result)} groups")
         await database(self._log, call)
         return result

@@ -666,6 +666,24 @@ def test_a_model_planners_question_in_the_negative_is_judged_as_its_affirmative_
     assert_closed_citation_graph(stored)
 
 
+def test_the_answers_give_each_document_the_position_its_table_row_shows(user, corpus):
+    # given five agreements, three of which require insurance
+    documents = ingest_agreements(corpus, 5, insured=3)
+    report = report_start(user=user, corpus=corpus, prompt="Which agreements require insurance?")
+    # when the run executes
+    report_run(report_id=report.pk)
+    # then each addressing document's position in the answers is its row's Position cell
+    stored = ResearchReport.objects.get(pk=report.pk)
+    rows = _section_lines(stored.content, "## Documents: Which agreements require insurance?")
+    shown = {
+        row.split(" | ")[0].strip("| "): row.split(" | ")[1] for row in rows if row.startswith("| agreement-")
+    }
+    [answer] = report_answers_data(report=stored)["answers"]
+    positions = {d["title"]: d["position"] for d in answer["documents"] if d["addresses"]}
+    assert positions == shown and len(positions) == 3 and all(positions.values())
+    assert {d["document_id"] for d in answer["documents"] if d["addresses"]} == set(documents[:3])
+
+
 def test_the_parts_of_a_request_beyond_the_breadth_are_named_not_dropped(user, corpus):
     # given a request of four parts, at shallow (breadth 3)
     ingest_agreements(corpus, 4, insured=2)
