@@ -55,6 +55,8 @@ class SourceView:
     page: int | None
     passage_html: str
     document_url: str
+    # the cited quote, kept with the report, for a passage since deleted with its document
+    quote: str = ""
 
 
 def report_body_html(report: ResearchReport) -> str:
@@ -111,6 +113,7 @@ def report_sources(report: ResearchReport) -> list[SourceView]:
                 page=citation.get("page"),
                 passage_html=_marked(passage, citation) if passage else "",
                 document_url=_document_url(report, passage, citation) if passage else "",
+                quote="" if passage else str(citation.get("quote") or ""),
             )
         )
     return views

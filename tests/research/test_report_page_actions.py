@@ -6,9 +6,13 @@ from django.contrib.staticfiles import finders
 from django.test import Client
 from django.urls import reverse
 
+from corpora.services import document_delete
+from research.engine.run import report_run
 from research.models import ReportStatus, ResearchReport
+from research.services import report_start
 from tasks.research import in_process_pool
-from tests.factories import ingest_samples, queued_report
+from tests.factories import ingest_agreements, ingest_samples, queued_report
+from tests.research.checks import assert_closed_citation_graph
 
 
 def queued(user, corpus) -> ResearchReport:
@@ -168,3 +172,22 @@ def test_warnings_are_shown_plainly_and_escaped(browser, user, corpus):
     assert "2 warnings" in section and "<details" not in section
     assert "<li>the time limit ended the sweep after 40 of 61 documents</li>" in section
     assert "&lt;b&gt;quote&lt;/b&gt; removed" in section
+
+
+def test_a_source_whose_document_was_deleted_shows_the_quote_the_report_kept(browser, user, corpus):
+    # given a completed report on the agreements, one of whose cited documents is then deleted
+    ingest_agreements(corpus, 4, insured=2)
+    report = report_start(user=user, corpus=corpus, prompt="Which agreements require insurance?")
+    report_run(report_id=report.pk)
+    report.refresh_from_db()
+    assert_closed_citation_graph(report)
+    cited = report.citations[0]
+    document_delete(user=user, document=corpus.documents.get(pk=cited["document_id"]))
+    # when the page is read
+    page = browser.get(reverse("research:report-detail", args=[report.slug])).content.decode()
+    # then that source's panel holds the kept quote, saying the document is gone
+    source = page.split(f'id="source-{cited["footnote"]}"', 1)[1].split("</li>", 1)[0]
+    assert f"<mark>{cited['quote']}</mark>" in source
+    assert "The document has been deleted since" in source
+    # (the suite-wide check reads each cited passage from the database: this one is gone by design)
+    report.delete()
