@@ -41,6 +41,7 @@ from corpora.services import (
     document_delete,
 )
 from corpora.uploads import UploadOutcome, documents_upload
+from research.pages import research_form_pop
 
 logger = logging.getLogger(__name__)
 
@@ -244,5 +245,6 @@ def _page(
         "upload_limit_mb": settings.UPLOAD_MAX_BYTES // (1024 * 1024),
         "upload_limit_bytes": settings.UPLOAD_MAX_BYTES,
         "upload_accept": ",".join(SUPPORTED_SUFFIXES),  # what ingestion reads, so the picker offers it all
+        "research_form": research_form_pop(request, corpus.pk),
     }
     return render(request, "corpora/corpus_detail.html", context, status=status)

@@ -8,6 +8,7 @@ from typing import Any
 
 import markdown
 import nh3
+from django.http import HttpRequest
 from django.urls import reverse
 
 from corpora.highlight import passage_marked_html
@@ -129,3 +130,27 @@ def _document_url(report: ResearchReport, passage, citation: dict[str, Any]) -> 
     url = reverse("corpora:document", args=[report.corpus_id, passage.document_id])
     mark = f"&mark={citation['start']}-{citation['end']}" if citation.get("quote") else ""
     return f"{url}?passage={passage.pk}{mark}#passage-{passage.pk}"
+
+
+# What the session keeps of a refused start-research form: enough to correct it, never more.
+FORM_KEPT_CHARS = 20_000
+FORM_KEPT_DOCUMENTS = 1_000
+
+
+def _research_form_key(corpus_id: int) -> str:
+    return f"research_form:{corpus_id}"
+
+
+def research_form_keep(request: HttpRequest, corpus_id: int, documents: list[str]) -> None:
+    """Keeps the start-research form as typed, for the corpus page to fill in again once."""
+    request.session[_research_form_key(corpus_id)] = {
+        "prompt": request.POST.get("prompt", "")[:FORM_KEPT_CHARS],
+        "rubric": request.POST.get("rubric", "")[:FORM_KEPT_CHARS],
+        "depth": request.POST.get("depth", "")[:20],
+        "documents": [d for d in documents if d.isascii() and d.isdigit()][:FORM_KEPT_DOCUMENTS],
+    }
+
+
+def research_form_pop(request: HttpRequest, corpus_id: int) -> dict[str, Any]:
+    """The start-research form as it was typed when it was refused, once; else empty."""
+    return request.session.pop(_research_form_key(corpus_id), None) or {}

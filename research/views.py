@@ -25,7 +25,7 @@ from research.exports import (
     report_markdown_export,
 )
 from research.models import ReportStatus
-from research.pages import report_body_html, report_sources
+from research.pages import report_body_html, report_sources, research_form_keep
 from research.selectors import REPORT_STATUS_FILTERS, report_get, report_list_rows, report_progress_summary
 from research.services import report_cancel, report_resume, report_start
 
@@ -204,6 +204,8 @@ def report_new(request: HttpRequest, corpus_id: int) -> HttpResponse:
         )
     except ApplicationError as error:  # rate_limited among them
         messages.error(request, f"{error.message} ({error.code})")
+        # The corpus page fills the form in again with what was typed (research_form_pop).
+        research_form_keep(request, corpus.pk, chosen)
     else:
         return redirect("research:report-detail", slug=report.slug)
     return redirect("corpora:detail", corpus_id=corpus.pk)

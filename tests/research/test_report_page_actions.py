@@ -152,6 +152,29 @@ def test_a_bad_start_is_said_on_the_corpus_page(browser, user, corpus, data, cod
     assert not ResearchReport.objects.exists()
 
 
+def test_a_refused_start_fills_the_form_in_again_with_what_was_typed(browser, user, corpus):
+    # given a corpus with documents, and a start whose rubric is too long
+    acme, _initech = ingest_samples(corpus)
+    data = {
+        "prompt": "What limits the liability of <the supplier>?",
+        "depth": "deep",
+        "rubric": "x" * 9_000,
+        "documents": [acme.document.pk],
+    }
+    # when it is refused
+    response = browser.post(reverse("research:report-new", args=[corpus.pk]), data, follow=True)
+    # then the corpus page says why and holds the prompt, rubric, depth and documents as typed
+    page = response.content.decode()
+    assert "rubric_invalid" in page and not ResearchReport.objects.exists()
+    assert ">What limits the liability of &lt;the supplier&gt;?</textarea>" in page
+    assert f">{'x' * 9_000}</textarea>" in page
+    assert '<option value="deep" selected>' in page
+    assert f'value="{acme.document.pk}" checked>' in page
+    # and once only: the page read again has an empty form
+    again = browser.get(reverse("corpora:detail", args=[corpus.pk])).content.decode()
+    assert "What limits the liability" not in again and '<option value="standard" selected>' in again
+
+
 def test_research_on_someone_elses_corpus_is_not_found(other_user, corpus):
     bob = Client()
     bob.force_login(other_user)
