@@ -161,6 +161,10 @@ class DeepciteGraphQLView(GraphQLView):
                 return ExecutionResult(data=None, errors=refused)
             operation = get_operation_ast(document, operation_name)
             if operation is not None and operation.operation == OperationType.MUTATION:
+                # A mutation the schema refuses runs nothing, so it counts against no rate.
+                refused = validate(self.schema.graphql_schema, document)
+                if refused:
+                    return ExecutionResult(data=None, errors=refused)
                 self._mutation_allowed(request, _root_fields(operation, document))
         return super().execute_graphql_request(request, data, query, variables, operation_name, show_graphiql)
 

@@ -75,6 +75,20 @@ def test_fields_behind_fragments_count(gql, limits):
     limited(gql(through_fragments))  # three more: six
 
 
+def test_a_mutation_the_schema_refuses_counts_against_no_rate(gql, user, limits):
+    # given a research rate of 2 a minute
+    limits(research="2/m", mutations="100/m")
+    corpus = corpus_create(creator=user, name="Contracts")
+    invalid = START.replace("report { id }", "report { noSuchField }")
+    # when ten starts select a field that does not exist
+    refused = [gql(invalid, {"c": gid("Corpus", corpus.pk)}) for _ in range(10)]
+    # then each is an invalid query, and a valid start still goes through
+    assert {status for status, _ in refused} == {400}
+    assert {body["errors"][0]["extensions"]["code"] for _, body in refused} == {"invalid_query"}
+    status, body = gql(START, {"c": gid("Corpus", corpus.pk)})
+    assert status == 200 and body["data"]["startResearchReport"]["errors"] == [], body
+
+
 def test_research_starts_have_their_own_rate(gql, user, limits):
     limits(research="2/m", mutations="100/m")
     rooms = [corpus_create(creator=user, name=f"Room {i}") for i in range(3)]
