@@ -8,12 +8,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from research.engine.grouping import group_texts
+from research.engine.intent import document_words
+from research.engine.text import content_words
 
 OTHER_FINDINGS = "Other findings"
 GROUP_EXAMPLES = 3
 # Documents named on a Key findings line whose words several documents share.
 SAME_TITLES = 3
 SUMMARY_POSITIONS = 4
+# A question whose every quote holds less than this share of its words (of at least this many)
+# gets a caution in the Summary (_weak_evidence).
+WEAK_EVIDENCE_SHARE = 0.25
+WEAK_EVIDENCE_MIN_WORDS = 4
 SUMMARY_CITES = 3
 GAP_TITLES = 25
 # A per-document table's evidence cell: the claim's first words, so a row reads at a glance.
@@ -151,17 +157,22 @@ def _summary(
         if not evidence:
             continue
         q, documents = item.summary, {f["document_id"] for f in evidence}
+        notes: list[str] = []
         if q.swept and q.documents_examined:
             count = len(set(q.addressing) or {f["document_id"] for f in _table_rows(item)})
             head = f"{count} of {q.documents_examined} documents examined address it"
             unexamined = q.documents_in_scope - q.documents_examined
             if unexamined > 0:
-                head += (
-                    f" ({unexamined} more of the {q.documents_in_scope} in scope were not examined: the "
-                    "sweep judges the documents its searches reach, up to the depth's cap)"
+                notes.append(
+                    f"{unexamined} more of the {q.documents_in_scope} in scope "
+                    f"{'was' if unexamined == 1 else 'were'} not examined: the sweep judges the documents "
+                    "its searches reach, up to the depth's cap"
                 )
         else:
             head = f"{len(evidence)} finding{_s(evidence)} from {len(documents)} document{_s(documents)}"
+        notes += _weak_evidence(q.question, evidence)
+        if notes:
+            head += f" ({'; '.join(notes)})"
         shown = _positions_text(item, positions)
         if shown:
             lines.append(f"- **{_one_line(q.question)}** {head}. Positions: {shown}.")
@@ -401,6 +412,23 @@ def _tables(
             )
         lines.append("")
     return lines
+
+
+def _weak_evidence(question: str, evidence: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A caution where no quote says a quarter of what the question asks (of four words or
+    more): "What royalty rate do the licensees pay on net sales of mining hardware?" asked of
+    NDAs finds "the annual rate of six per cent", and the collection may not answer it at all.
+    The bench's questions' best quotes hold a third of their words or more."""
+    terms = set(content_words(question)) - set(content_words(" ".join(document_words(question))))
+    if len(terms) < WEAK_EVIDENCE_MIN_WORDS or not evidence:
+        return []
+    said = max(len(terms & set(content_words(f["quote"]))) for f in evidence)
+    if said >= WEAK_EVIDENCE_SHARE * len(terms):
+        return []
+    return [
+        f"no quote says more than {said} of the question's {len(terms)} words: the collection may not "
+        "answer it, so read the quotes before relying on them"
+    ]
 
 
 def _evidence(item: _Question) -> list[Mapping[str, Any]]:

@@ -24,7 +24,7 @@ def _finding(finding_id: int, claim: str, *, document_id: int, question=0, **ext
     return {
         "id": finding_id,
         "claim": claim,
-        "quote": f"quote {finding_id}",
+        "quote": claim,  # an offline finding's claim is its quote
         "passage_id": 10 + finding_id,
         "document_id": document_id,
         "question": question,
@@ -815,3 +815,24 @@ def test_the_summary_counts_the_documents_in_scope_a_sweep_did_not_examine():
         document_titles=TITLES,
     )
     assert "in scope" not in _section(every, "## Summary")[0]
+
+
+def test_a_question_no_quote_says_a_quarter_of_gets_a_caution_in_the_summary():
+    # given a question of eight words whose only quote shares one ("rate")
+    question = "What royalty rate do the licensees pay on net sales of mining hardware?"
+    questions = [_swept(question=question, documents_examined=3, addressing=[1], not_addressing=["B", "C"])]
+    findings = [_finding(1, "Interest accrues at the annual rate of six per cent.", document_id=1)]
+
+    # when
+    report = compose_report(title="Royalties", questions=questions, findings=findings, document_titles=TITLES)
+
+    # then the Summary says how little the quotes say of it
+    [line] = _section(report, "## Summary")
+    assert line.startswith(
+        f"- **{question}** 1 of 3 documents examined address it (no quote says more than 1 of the "
+        "question's 8 words: the collection may not answer it, so read the quotes before relying on them)"
+    )
+    # and a quote saying two of them is no longer weak evidence
+    findings[0]["quote"] = "The licensee shall pay a royalty of five per cent of net sales."
+    report = compose_report(title="Royalties", questions=questions, findings=findings, document_titles=TITLES)
+    assert "may not answer it" not in report
