@@ -80,18 +80,27 @@ def compose_report(
     brief: bool = False,
     both: Sequence[Mapping[str, Any]] = (),
     not_planned: Sequence[str] = (),
+    named: Sequence[str] = (),
 ) -> str:
     """The report: Summary with counts, Key findings by position, a per-document table for
     swept questions, Detailed analysis, Gaps. `positions` groups each question's findings
     (question index -> positions); a question without groups lists its findings by document.
     `both`: questions of the request ({question, of: [two question indices]}) answered by the
     documents that answer both of theirs. `brief` (the fast path): the answer's findings and
-    the gaps only. `not_planned`: parts of the request beyond the run's breadth, named in Gaps."""
+    the gaps only. `not_planned`: parts of the request beyond the run's breadth, named in Gaps.
+    `named`: the titles of the documents the request names, which alone the run searched."""
     by_index = _assign(questions, findings)
     titles = {int(k): v for k, v in document_titles.items()}
     lines = [f"# {_one_line(title)}", ""]
     if note:
         lines += [f"*{_one_line(note)}*", ""]
+    if named:
+        which = "; ".join(f"*{_one_line(t)}*" for t in named)
+        lines += [
+            f"Asked of the document{_s(named)} the request names, alone: {which}. The rest of the "
+            "collection was not searched; choose documents, or ask about the collection, to widen it.",
+            "",
+        ]
     if brief:
         lines += _brief(by_index, titles)
     else:
@@ -660,4 +669,5 @@ def compose_from_findings(
         brief=engine_state.get("strategy") == "fast",
         both=engine_state.get("both") or [],
         not_planned=engine_state.get("not_planned") or [],
+        named=[titles.get(int(d), f"Document {d}") for d in engine_state.get("named_documents") or []],
     )

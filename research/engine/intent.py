@@ -91,6 +91,12 @@ def document_words(text: str) -> list[str]:
     return sorted(found)
 
 
+def names_the_collection(text: str) -> bool:
+    """Whether `text` says it is about the collection's documents ("these agreements", "which
+    contracts", "how do they differ"), whatever it names besides."""
+    return bool(_COLLECTION.search(text) or _COMPARISON.search(text))
+
+
 def is_collection_question(text: str, *, documents: int = 0) -> bool:
     """Whether `text` asks about the documents of the collection rather than one fact: it says
     so ("these agreements", "each contract", "list the contracts that ...", "how do they
@@ -98,7 +104,7 @@ def is_collection_question(text: str, *, documents: int = 0) -> bool:
     request for research ("please research governing law and liability caps") put to a
     collection of at least RESEARCH_COLLECTION_MIN_DOCUMENTS documents, which no one passage
     can answer for all of them."""
-    if _COLLECTION.search(text) or _COMPARISON.search(text):
+    if names_the_collection(text):
         return True
     return documents >= settings.RESEARCH_COLLECTION_MIN_DOCUMENTS and bool(
         _INTERROGATIVE.search(text) or _REQUEST_OPENING.match(text) or _RESEARCH_REQUEST.search(text)

@@ -23,7 +23,7 @@ from research.constants import BREADTH_MAX, DepthPreset
 from research.drafts import compose_from_findings, plan_questions_summary, split_set_aside
 from research.engine.budget import BudgetGate
 from research.engine.critic import CriticDeps, Critique, critic_agent, critic_prompt_data
-from research.engine.intent import is_collection_question, strategy_for
+from research.engine.intent import is_collection_question, names_the_collection, strategy_for
 from research.engine.judge import (
     DocumentVerdicts,
     JudgeDeps,
@@ -42,7 +42,15 @@ from research.engine.researcher import (
     researcher_agent,
 )
 from research.engine.store import RunStore, SweepEvidence
-from research.engine.text import keywords, negated, plan_questions, request_conjunctions, without_words
+from research.engine.text import (
+    keywords,
+    negated,
+    plan_questions,
+    proper_names,
+    request_conjunctions,
+    without_names,
+    without_words,
+)
 from research.engine.writer import (
     EXTRACTIVE_NOTE,
     Draft,
@@ -97,6 +105,14 @@ class Orchestration:
     # --- The pipeline ---------------------------------------------------------------------------
     async def run(self) -> str:
         """The run's draft (markdown with <cite findings> placeholders)."""
+        if "named_documents" not in self.state:
+            self.state["named_documents"] = await self._named_documents()
+        if self.state["named_documents"]:
+            self.store.document_ids = list(self.state["named_documents"])
+            # Asked of the named documents, the names say nothing their passages must say.
+            self.prompt = self.state.setdefault(
+                "named_prompt", without_names(self.prompt, proper_names(self.prompt))
+            )
         if "documents" not in self.state:
             self.state["documents"] = await self.store.document_count()
         documents = self.state["documents"]
@@ -125,6 +141,16 @@ class Orchestration:
         # The final draft's positions join the run's state (the exports give them).
         await self._progress("writing", checkpoint=True)
         return draft
+
+    async def _named_documents(self) -> list[int]:
+        """The documents a request not about the collection names by a party or a name few
+        documents hold ("What is the term of the Cheetah Mobile cooperation agreement?"): the
+        run is asked of them alone, as if the user had chosen them. None where the user chose
+        documents, or the request is about the collection ("Which of these agreements ...")."""
+        if self.store.document_ids is not None or names_the_collection(self.prompt):
+            return []
+        names = proper_names(self.prompt)
+        return await self.store.named_documents(names=names) if names else []
 
     async def _fast(self) -> str:
         """One researcher, one retrieval round, the brief answer."""
@@ -500,7 +526,7 @@ class Orchestration:
         await self._read_new_quotes()
         recorded = list(self.store.findings)
         findings, set_aside = split_set_aside(recorded, self.state)
-        documents = {f["document_id"] for f in recorded}
+        documents = {f["document_id"] for f in recorded} | set(self.state.get("named_documents") or [])
         documents |= {int(d) for e in (self.state.get("sweep") or {}).values() for d in e.get("judged", [])}
         titles = await self.store.document_titles(sorted(documents))
         questions = plan_questions_summary(
@@ -519,6 +545,7 @@ class Orchestration:
                 brief=brief,
                 both=self.state.get("both") or [],
                 not_planned=self.state.get("not_planned") or [],
+                named=[titles.get(d, f"Document {d}") for d in self.state.get("named_documents") or []],
             ),
         )
         deps = WriterDeps(store=self.store, finding_ids={f["id"] for f in findings})

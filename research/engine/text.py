@@ -413,6 +413,39 @@ QUESTION_FRAMING = DOCUMENT_PARTS | frozenset(
 PREFIXES = frozenset("non anti co pre sub multi".split())
 
 
+_NAME = re.compile(r"\b[A-Z][\w&-]*[A-Za-z0-9]")
+
+
+def proper_names(text: str) -> list[str]:
+    """The capitalised words of `text` that may name a party or a document ("Cheetah", "Mobile",
+    "GSK"): not a stop word, a framing word or a document noun ("What", "Agreement")."""
+    found = []
+    for match in _NAME.finditer(text):
+        word = match.group(0).removesuffix("'s")
+        lower = word.lower()
+        if (
+            len(word) >= 3
+            and lower not in STOPWORDS
+            and lower not in QUESTION_FRAMING
+            and not re.fullmatch(rf"(?:{DOCUMENT_NOUNS}|{DOCUMENT_NOUN})", lower)
+        ):
+            found.append(word)
+    return list(dict.fromkeys(found))
+
+
+def without_names(text: str, names: Sequence[str]) -> str:
+    """`text` without the words of `names` ("What is the term of the Cheetah Mobile cooperation
+    agreement?" -> "What is the term of the cooperation agreement?"): asked of the document they
+    name, they say nothing a passage of it must say."""
+    if not names:
+        return text
+    name = rf"(?:{'|'.join(re.escape(n) for n in names)})(?:['\u2019]s)?"
+    # "with John Coolidge" goes whole: a preposition left behind would ask nothing.
+    text = re.sub(rf"\b(?:with|between|and|of|from|by|for|to)\s+{name}(?:\s+(?:and\s+)?{name})*\b", "", text)
+    text = re.sub(rf"\b{name}\b", "", text)
+    return re.sub(r"\s+([?.!,;:])", r"\1", " ".join(text.split()))
+
+
 def content_words(text: str) -> list[str]:
     return [
         stem(w)

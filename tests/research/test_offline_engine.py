@@ -13,7 +13,9 @@ from research.engine.text import (
     headed_sentences,
     negated,
     plan_questions,
+    proper_names,
     sentences,
+    without_names,
     without_words,
 )
 
@@ -393,6 +395,28 @@ def test_a_signature_block_or_a_table_of_contents_is_never_a_quote(text):
     # the sentence after it, which says something, is
     said = "This Agreement expires on the fifth anniversary of the date of the last signature."
     assert sentences(f"{text}\n\n{said}") == [said]
+
+
+@pytest.mark.parametrize(
+    ("text", "names", "without"),
+    [
+        (
+            "What is the term of the Cheetah Mobile cooperation agreement?",
+            ["Cheetah", "Mobile"],
+            "What is the term of the cooperation agreement?",
+        ),
+        (
+            "Does the Vapotherm agreement with John Coolidge include a non-solicitation clause?",
+            ["Vapotherm", "John", "Coolidge"],
+            "Does the agreement include a non-solicitation clause?",
+        ),
+        ("Which agreements require insurance?", [], "Which agreements require insurance?"),
+        ("What does the GSK Agreement say?", ["GSK"], "What does the Agreement say?"),
+    ],
+)
+def test_the_names_a_request_holds_and_the_request_without_them(text, names, without):
+    assert proper_names(text) == names
+    assert without_names(text, names) == without
 
 
 def test_a_long_sentence_is_not_cut_where_its_carve_out_would_go_to_a_later_piece():

@@ -684,6 +684,62 @@ def test_the_answers_give_each_document_the_position_its_table_row_shows(user, c
     assert {d["document_id"] for d in answer["documents"] if d["addresses"]} == set(documents[:3])
 
 
+def _notice_agreements(corpus) -> dict[str, int]:
+    """Four supply agreements, each with its own party and notice period."""
+    parties = {
+        "Zephyr Logistics": "ninety",
+        "Harbor Freight": "thirty",
+        "Nimbus Foods": "sixty",
+        "Orchid Labs": "ten",
+    }
+    return {
+        party: ingest_text(
+            corpus,
+            f"{party.split()[0].lower()}.txt",
+            f"Supply agreement between {party} and the Buyer.\n\nEither party may terminate this agreement "
+            f"on {days} days written notice to the other party.\n",
+        ).document.pk
+        for party, days in parties.items()
+    }
+
+
+def test_a_request_naming_one_agreement_is_asked_of_it_alone(user, corpus):
+    # given four agreements, one with Zephyr Logistics
+    documents = _notice_agreements(corpus)
+    prompt = "How much notice does the Zephyr Logistics agreement require for termination?"
+    report = report_start(user=user, corpus=corpus, prompt=prompt)
+    # when the run executes
+    report_run(report_id=report.pk)
+    # then it is asked of that agreement alone, without its name, and says so
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.engine_state["named_documents"] == [documents["Zephyr Logistics"]]
+    assert (
+        stored.engine_state["named_prompt"] == "How much notice does the agreement require for termination?"
+    )
+    assert "Asked of the document the request names, alone: *zephyr*." in stored.content
+    assert {c["document_id"] for c in stored.citations} == {documents["Zephyr Logistics"]}
+    assert any("ninety days written notice" in c["quote"] for c in stored.citations)
+    assert_closed_citation_graph(stored)
+
+
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        # about the collection, whatever it names
+        "Which of these agreements give more notice than the Zephyr Logistics agreement?",
+        # a name every agreement holds names none
+        "How much notice does the Buyer get?",
+    ],
+)
+def test_a_request_about_the_collection_or_naming_no_one_agreement_is_not_narrowed(user, corpus, prompt):
+    _notice_agreements(corpus)
+    report = report_start(user=user, corpus=corpus, prompt=prompt)
+    report_run(report_id=report.pk)
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.engine_state["named_documents"] == []
+    assert "Asked of the document" not in stored.content
+
+
 def test_the_parts_of_a_request_beyond_the_breadth_are_named_not_dropped(user, corpus):
     # given a request of four parts, at shallow (breadth 3)
     ingest_agreements(corpus, 4, insured=2)
