@@ -24,6 +24,7 @@ SUMMARY_CITES = 3
 GAP_TITLES = 25
 # A per-document table's evidence cell: the claim's first words, so a row reads at a glance.
 CELL_WORDS = 30
+CELL_LEAD_WORDS = 5
 ORIGIN_SWEEP = "sweep"
 
 
@@ -417,10 +418,16 @@ def _tables(
         for finding in sorted(swept, key=lambda f: (_title(titles, f).lower(), f["id"])):
             label = label_of.get(finding["id"]) or finding.get("position") or ""
             lines.append(
-                f"| {_cell(_title(titles, finding))} | {_cell(label)} | {_cite(finding, cell=True)} |"
+                f"| {_cell(_title(titles, finding))} | {_cell(label)} | "
+                f"{_cite(finding, cell=True, about=item.summary.question)} |"
             )
         lines.append("")
     return lines
+
+
+def _question_terms(question: str) -> set[str]:
+    """What a question asks a document to say: its content words, not those naming the documents."""
+    return set(content_words(question)) - set(content_words(" ".join(document_words(question))))
 
 
 def _weak_evidence(question: str, evidence: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -428,7 +435,7 @@ def _weak_evidence(question: str, evidence: Sequence[Mapping[str, Any]]) -> list
     more): "What royalty rate do the licensees pay on net sales of mining hardware?" asked of
     NDAs finds "the annual rate of six per cent", and the collection may not answer it at all.
     The bench's questions' best quotes hold a third of their words or more."""
-    terms = set(content_words(question)) - set(content_words(" ".join(document_words(question))))
+    terms = _question_terms(question)
     if len(terms) < WEAK_EVIDENCE_MIN_WORDS or not evidence:
         return []
     said = max(len(terms & set(content_words(f["quote"]))) for f in evidence)
@@ -527,18 +534,30 @@ def _documents(item: _Question, group: Position) -> int:
     return len({findings[i]["document_id"] for i in group.finding_ids if i in findings})
 
 
-def _cite(finding: Mapping[str, Any], *, cell: bool = False) -> str:
+def _cite(finding: Mapping[str, Any], *, cell: bool = False, about: str = "") -> str:
     claim = _one_line(finding["claim"])
-    return _cite_ids([finding["id"]], _cell(_shortened(claim)) if cell else claim)
+    return _cite_ids([finding["id"]], _cell(_shortened(claim, about)) if cell else claim)
 
 
-def _shortened(claim: str) -> str:
-    """A table cell's claim: its first CELL_WORDS words where it is longer (the Key findings and
-    the Sources block hold it whole), unless cutting would split a quotation."""
+def _shortened(claim: str, about: str = "") -> str:
+    """A table cell's claim: where it is longer than CELL_WORDS words, the CELL_WORDS that say
+    the most of the question `about` (its first ones when nothing does; the Key findings and the
+    Sources block hold it whole), unless cutting would split a quotation. "... the laws of the
+    State of Florida" keeps "Florida" where a governing-law clause opens with its entire-agreement
+    sentence."""
     words = claim.split()
     if len(words) <= CELL_WORDS or any(mark in claim for mark in '"\u201c\u201d'):
         return claim
-    return " ".join(words[:CELL_WORDS]).rstrip(",;:") + " \u2026"
+    terms = _question_terms(about)
+    said = [bool(terms & set(content_words(word))) for word in words]
+    windows = range(len(words) - CELL_WORDS + 1)
+    best = max(windows, key=lambda i: (sum(said[i : i + CELL_WORDS]), -i))
+    # Opened a few words before the first word of the question it holds, so that what follows
+    # that word ("governed by the laws of ... Florida") stays in.
+    first = next((i for i in range(best, best + CELL_WORDS) if said[i]), best)
+    start = max(0, min(len(words) - CELL_WORDS, first - CELL_LEAD_WORDS))
+    shown = " ".join(words[start : start + CELL_WORDS]).rstrip(",;:")
+    return ("\u2026 " if start else "") + shown + (" \u2026" if start + CELL_WORDS < len(words) else "")
 
 
 def _cite_ids(ids: Sequence[int], text: str) -> str:

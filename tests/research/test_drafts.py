@@ -680,6 +680,29 @@ def test_a_long_claim_is_shortened_in_the_table_and_whole_elsewhere():
     assert f'- <cite findings="1">{claim}</cite> (*Alpha NDA*)' in report
 
 
+def test_a_long_claim_shows_in_the_table_the_words_that_answer_the_question():
+    # given a governing-law quote whose first 30 words are its entire-agreement sentence
+    entire = " ".join(["This Agreement constitutes the entire agreement between the parties"] * 4)
+    claim = (
+        f"{entire} and this Agreement shall be governed by the laws of Germany without regard to conflicts."
+    )
+    question = "Which laws govern these agreements?"
+    findings = [_finding(1, claim, document_id=1)]
+
+    # when
+    report = compose_report(
+        title="NDA review",
+        questions=[_swept(question=question, documents_examined=1, not_addressing=[], addressing=[1])],
+        findings=findings,
+        document_titles=TITLES,
+    )
+
+    # then the cell opens a few words before "governed" and keeps "Germany"
+    [row] = [line for line in _section(report, f"## Documents: {question}") if line.startswith("| Alpha")]
+    assert '| <cite findings="1">\u2026 ' in row and "governed by the laws of Germany" in row
+    assert row.endswith("conflicts.</cite> |")
+
+
 def test_two_documents_of_one_title_are_both_listed_without_it():
     # given two examined documents that share a title, neither addressing the affirmative question
     questions = [
