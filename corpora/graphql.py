@@ -29,6 +29,7 @@ from corpora.services import (
     corpus_unshare,
     document_delete,
 )
+from research.exceptions import DocumentScopeInvalid
 
 
 def _visible_corpus_ids(info) -> object:
@@ -175,12 +176,21 @@ class CorporaQuery(graphene.ObjectType):
         corpus = corpus_get_for_user(
             user=info.context.user, corpus_id=decode_id(corpus_id, "Corpus", field="corpus_id")
         )
+        scope = decode_ids(document_ids, "Document", field="document_ids")
+        if scope:
+            # as startResearchReport: a document of another corpus is an error, not an empty answer
+            found = set(corpus.documents.filter(pk__in=scope).values_list("pk", flat=True))
+            missing = [encode_id("Document", pk) for pk in scope if pk not in found]
+            if missing:
+                raise DocumentScopeInvalid(
+                    f"documents not in this corpus: {missing[:10]}", field="document_ids"
+                )
         hits = passage_search(
             corpus=corpus,
             query=query,
             top_k=top_k,
             mode=getattr(mode, "value", mode),  # graphene hands over the enum member
-            document_ids=decode_ids(document_ids, "Document", field="document_ids"),
+            document_ids=scope,
         )
         return [SearchHit(passage=hit.passage, score=hit.score) for hit in hits]
 

@@ -5,8 +5,9 @@ import pytest
 
 from corpora.models import Passage
 from corpora.selectors import passage_search
-from corpora.services import corpus_share
+from corpora.services import corpus_create, corpus_share
 from tests.api.conftest import gid, without_locations
+from tests.factories import ingest_text
 
 SEARCH = """
 query($corpus: ID!, $q: String!, $k: Int, $mode: SearchMode, $docs: [ID!]) {
@@ -56,6 +57,18 @@ def test_a_shared_corpus_is_searchable_and_another_users_is_not_found(gql, other
 def test_bad_arguments_are_errors_with_codes(gql, corpus, samples, variables, code):
     status, body = gql(SEARCH, {"corpus": gid("Corpus", corpus.pk), "q": "liability", **variables})
     assert status == 200 and [e["extensions"]["code"] for e in body["errors"]] == [code]
+
+
+def test_a_document_of_another_corpus_is_an_error_not_an_empty_list(gql, user, corpus, samples):
+    # given a document of the user's other corpus
+    other = corpus_create(creator=user, name="Other")
+    elsewhere = ingest_text(other, "memo.md", "# Memo\n\nThe liability cap is one million dollars.").document
+    # when the search is scoped to it and to one of this corpus's
+    docs = [gid("Document", samples[0].pk), gid("Document", elsewhere.pk)]
+    status, body = gql(SEARCH, {"corpus": gid("Corpus", corpus.pk), "q": "liability", "docs": docs})
+    # then it is refused with the code startResearchReport gives
+    assert status == 200 and [e["extensions"]["code"] for e in body["errors"]] == ["document_scope_invalid"]
+    assert gid("Document", elsewhere.pk) in body["errors"][0]["message"]
 
 
 def test_nothing_matching_is_an_empty_list(gql, corpus, samples):
