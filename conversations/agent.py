@@ -13,6 +13,7 @@ from conversations.models import ChatMessage, Conversation
 from corpora.models import Corpus
 from corpora.passage_views import passage_view
 from corpora.selectors import passage_search
+from research.citations import markdown_literal
 from research.exceptions import ReportAlreadyActive
 from research.models import ResearchReport
 from research.services import report_start
@@ -88,7 +89,7 @@ async def start_deep_research(
             return f"I could not start the research: {exc.message} ({exc.code})."
         deps.started_report = report
         return (
-            f"Started deep research \u201c{report.title}\u201d ({report.depth}). "
+            f"Started deep research \u201c{markdown_literal(report.title)}\u201d ({report.depth}). "
             "It runs in the background; I'll post the report here when it is ready."
         )
 

@@ -536,3 +536,13 @@ def _preview(text: str, limit: int = 80) -> str:
 
 def _dedupe(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items))
+
+
+# What Python-Markdown reads a backslash before ("<" is escaped as HTML where it is shown).
+_MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+\-.!])")
+
+
+def markdown_literal(text: str) -> str:
+    """`text` as markdown that reads as itself: a title or a prompt quoted in a chat message
+    ("please research [free money](http://...)") shows its brackets, never a link or markup."""
+    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", " ".join(text.split()))

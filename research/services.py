@@ -23,7 +23,7 @@ from conversations.models import ChatMessage, Conversation, MessageRole
 from conversations.services import chat_message_append
 from corpora.models import Corpus, Document
 from notifications.services import notification_create_for_report
-from research.citations import citations_render, draft_passage_ids
+from research.citations import citations_render, draft_passage_ids, markdown_literal
 from research.constants import (
     BREADTH_MAX,
     CLAIM_MAX_CHARS,
@@ -863,7 +863,9 @@ def _announce_in_conversation(report: ResearchReport) -> None:
     chat_message_append(
         conversation=report.conversation,
         role=MessageRole.SYSTEM,
-        content=f"Deep research {verb}: [{report.title}]({url}) ({findings} finding{plural}).",
+        content=(
+            f"Deep research {verb}: [{markdown_literal(report.title)}]({url}) ({findings} finding{plural})."
+        ),
         data={"report_id": report.pk, "slug": report.slug, "status": report.status, "url": url},
     )
 

@@ -2,12 +2,15 @@
 the message, the run's end is announced in the conversation, and ordinary questions get cited
 answers. The offline chat engine recognizes research requests deterministically."""
 
+import re
+
 import pytest
 
 from conversations.models import ChatMessage, Conversation, MessageRole
 from conversations.offline import is_research_request
 from research.engine.run import report_run
 from research.models import ReportStatus, ResearchReport
+from research.pages import markdown_html
 from tests.api.conftest import gid
 
 SEND = """mutation($c: ID!, $conv: ID, $text: String!) {
@@ -61,6 +64,23 @@ def test_a_research_request_starts_a_report_linked_to_the_conversation_and_messa
         "It runs in the background; I'll post the report here when it is ready.",
         "data": {"report_id": report.pk, "slug": report.slug},
     }
+
+
+def test_a_request_holding_markdown_is_quoted_as_written_never_as_a_link(gql, corpus, samples):
+    # given a research request whose words are a markdown link
+    payload = send(gql, corpus, "please research [free money](http://evil.example/) and *indemnification*")
+    report = ResearchReport.objects.get()
+    finished = report_run(report_id=report.pk)
+    # when the assistant's reply and the run's announcement are shown
+    messages = gql.data(
+        "query($id: ID!) { conversation(id: $id) { messages { role content } } }",
+        {"id": payload["conversation"]["id"]},
+    )["conversation"]["messages"]
+    # then the title reads as typed, and the only link is the report's own
+    assert finished.status == ReportStatus.COMPLETED and "[free money]" in report.title
+    reply, announced = (markdown_html(m["content"]) for m in messages[1:])
+    assert "[free money](http://evil.example/)" in reply and "<a " not in reply
+    assert re.findall(r'href="([^"]*)"', announced) == [f"/reports/{report.slug}/"]
 
 
 def test_the_finished_run_is_announced_in_the_conversation_with_a_link(gql, corpus, samples):
