@@ -408,7 +408,10 @@ def _tables(
         swept = _table_rows(item)
         if not item.summary.swept or not swept:
             continue
-        label_of = {i: g.label for g in positions.get(item.summary.index, ()) for i in g.finding_ids}
+        # A row's finding recorded for another question (one quote answering both) keeps the
+        # position it has there, as the exports give it.
+        label_of = {i: g.label for groups in positions.values() for g in groups for i in g.finding_ids}
+        label_of |= {i: g.label for g in positions.get(item.summary.index, ()) for i in g.finding_ids}
         lines += [
             f"## Documents: {_one_line(item.summary.question)}",
             "",

@@ -792,19 +792,26 @@ def test_one_quote_answering_two_questions_is_each_ones_evidence(user, corpus):
         assert any(
             line.startswith(f"- **{question}** 4 of 4 documents examined address it") for line in summary
         )
-    rows = _section_lines(stored.content, "## Documents: Which agreements require liability insurance?")
-    assert [row.split(" | ")[0] for row in rows if row.startswith("| agreement-")] == [
-        f"| agreement-{i:02d}" for i in range(4)
+    tables = [
+        [
+            row.split(" | ")[:2]
+            for row in _section_lines(stored.content, f"## Documents: {question}")
+            if row.startswith("| agreement-")
+        ]
+        for question in (
+            "Which agreements require liability insurance?",
+            "Which agreements cap the supplier's liability?",
+        )
     ]
-    rows = _section_lines(stored.content, "## Documents: Which agreements cap the supplier's liability?")
-    assert [row.split(" | ")[0] for row in rows if row.startswith("| agreement-")] == [
-        f"| agreement-{i:02d}" for i in range(4)
-    ]
+    # each table has a row per agreement, with the position the quote has (one table's own)
+    assert [document for document, _ in tables[0]] == [f"| agreement-{i:02d}" for i in range(4)]
+    assert tables[0] == tables[1] and all(position for _, position in tables[0])
     assert "## Gaps" not in stored.content
     for answer in report_answers_data(report=stored)["answers"]:
         assert [(d["document_id"], d["addresses"], bool(d["footnotes"])) for d in answer["documents"]] == [
             (d, True, True) for d in documents
         ]
+        assert [d["position"] for d in answer["documents"]] == [position for _, position in tables[0]]
     assert_closed_citation_graph(stored)
 
 
