@@ -40,7 +40,9 @@ class Embedder(Protocol):
     # Stored beside each vector: vectors of different models are never compared.
     name: str
 
-    def embed_documents(self, texts: list[str]) -> np.ndarray: ...
+    # `urgent`: texts a user's run waits on (a research run's sentences), which go before the
+    # next batch of an ingestion's passages on the inference thread.
+    def embed_documents(self, texts: list[str], *, urgent: bool = False) -> np.ndarray: ...
 
     def embed_query(self, text: str) -> np.ndarray: ...
 
@@ -56,9 +58,12 @@ def _unit_rows(matrix: np.ndarray) -> np.ndarray:
     return matrix / norms
 
 
-# Priorities on the inference thread: a waiting query goes before the next document batch.
+# Priorities on the inference thread: a waiting query goes before the next document batch, and
+# the texts a running research run embeds go before an ingestion's (a run, and its cancel, no
+# longer wait behind a 40-contract upload being embedded).
 QUERY_PRIORITY = 0
-BATCH_PRIORITY = 1
+URGENT_PRIORITY = 1
+BATCH_PRIORITY = 2
 
 
 class InferenceThread:
@@ -173,12 +178,13 @@ class MiniLMEmbedder:
                     self._model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
         return self._model
 
-    def embed_documents(self, texts: list[str]) -> np.ndarray:
+    def embed_documents(self, texts: list[str], *, urgent: bool = False) -> np.ndarray:
         if not texts:
             return np.zeros((0, MINILM_DIM), dtype=np.float32)
         # One job per model batch, all queued at once: a query waits for one batch at most.
+        priority = URGENT_PRIORITY if urgent else BATCH_PRIORITY
         chunks = [
-            self._inference.submit(self._encode, texts[i : i + self.batch_size], priority=BATCH_PRIORITY)
+            self._inference.submit(self._encode, texts[i : i + self.batch_size], priority=priority)
             for i in range(0, len(texts), self.batch_size)
         ]
         return np.vstack([chunk.result() for chunk in chunks])
@@ -275,7 +281,8 @@ class OpenAICompatibleEmbedder:
             )
         return _unit_rows(matrix)
 
-    def embed_documents(self, texts: list[str]) -> np.ndarray:
+    def embed_documents(self, texts: list[str], *, urgent: bool = False) -> np.ndarray:
+        # An endpoint orders its own requests: `urgent` changes nothing here.
         chunks = [self._post(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
         return np.vstack(chunks) if chunks else np.zeros((0, 0), dtype=np.float32)
 

@@ -31,6 +31,7 @@ from corpora.embedding import (
     MINILM_NAME,
     MINILM_ONNX_NAME,
     QUERY_PRIORITY,
+    URGENT_PRIORITY,
     _then,
     inference_thread,
 )
@@ -237,7 +238,7 @@ class OnnxMiniLMEmbedder:
                     self._runner = OnnxMiniLM(self.path, threads=self._threads)
         return self._runner
 
-    def embed_documents(self, texts: list[str]) -> np.ndarray:
+    def embed_documents(self, texts: list[str], *, urgent: bool = False) -> np.ndarray:
         if not texts:
             return np.zeros((0, MINILM_DIM), dtype=np.float32)
         runner = self._load()
@@ -246,7 +247,11 @@ class OnnxMiniLMEmbedder:
         chunks = [order[i : i + self.batch_size] for i in range(0, len(order), self.batch_size)]
         # One job per batch, all queued at once: a query waits for one batch at most.
         futures = [
-            self._inference.submit(runner.run, [token_ids[i] for i in chunk], priority=BATCH_PRIORITY)
+            self._inference.submit(
+                runner.run,
+                [token_ids[i] for i in chunk],
+                priority=URGENT_PRIORITY if urgent else BATCH_PRIORITY,
+            )
             for chunk in chunks
         ]
         vectors = np.empty((len(texts), MINILM_DIM), dtype=np.float32)

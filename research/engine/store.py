@@ -431,7 +431,7 @@ class RunStore:
             if embedder is None:
                 return None
             try:
-                return embedder.embed_documents([f["quote"] for f in findings])
+                return embedder.embed_documents([f["quote"] for f in findings], urgent=True)
             except EmbeddingUnavailable:
                 logger.warning("quote embedding failed; findings are grouped by their words", exc_info=True)
                 return None
@@ -574,7 +574,7 @@ def _reference(embedder: Any, question: str, chosen: list[list[tuple[int, str]]]
         return None
     try:
         query = embedder.embed_query(question)
-        vectors = embedder.embed_documents(texts)
+        vectors = embedder.embed_documents(texts, urgent=True)
     except EmbeddingUnavailable:
         logger.warning("sentence embedding failed; the sweep judges without feedback", exc_info=True)
         return None
@@ -601,7 +601,7 @@ def _feedback(
     if embedder is None or not texts:
         return result
     try:
-        vectors = embedder.embed_documents(texts)
+        vectors = embedder.embed_documents(texts, urgent=True)
     except EmbeddingUnavailable:
         logger.warning("sentence embedding failed; the sweep judges without feedback", exc_info=True)
         return result

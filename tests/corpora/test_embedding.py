@@ -1,5 +1,6 @@
 import os
 import threading
+import time
 
 import numpy as np
 import pytest
@@ -9,7 +10,9 @@ from corpora.embedding import (
     MINILM_DIM,
     MINILM_NAME,
     QUERY_PRIORITY,
+    URGENT_PRIORITY,
     InferenceThread,
+    MiniLMEmbedder,
     OpenAICompatibleEmbedder,
     get_embedder,
 )
@@ -245,6 +248,70 @@ def test_queued_queries_overtake_queued_document_batches():
     # then the query ran first, on the inference thread
     assert ran == ["query", "batch"]
     assert inference.submit(_thread_name, priority=QUERY_PRIORITY).result(10) == "test-inference"
+
+
+def test_a_runs_texts_overtake_an_ingestions_queued_batches_and_queries_overtake_both():
+    # given a batch running, then an ingestion's two batches, a run's texts and a query queued
+    inference = InferenceThread(threads=1, name="test-inference")
+    started, release = threading.Event(), threading.Event()
+    ran: list[str] = []
+
+    def hold() -> None:
+        started.set()
+        release.wait(10)
+
+    inference.submit(hold, priority=BATCH_PRIORITY)
+    assert started.wait(10)
+    queued = [
+        inference.submit(ran.append, name, priority=priority)
+        for name, priority in [
+            ("ingestion 1", BATCH_PRIORITY),
+            ("ingestion 2", BATCH_PRIORITY),
+            ("run", URGENT_PRIORITY),
+            ("query", QUERY_PRIORITY),
+        ]
+    ]
+    # when the running batch ends
+    release.set()
+    for future in queued:
+        future.result(10)
+    # then the query, then the run's texts, then the ingestion's batches in their order
+    assert ran == ["query", "run", "ingestion 1", "ingestion 2"]
+
+
+@pytest.mark.embedding
+def test_a_runs_embedding_finishes_before_an_ingestion_queued_ahead_of_it():
+    # given the model's inference thread busy, and an ingestion's three batches queued before a
+    # research run's one
+    embedder = MiniLMEmbedder(batch_size=2)
+    embedder.embed_documents(["warm the model up"])
+    started, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        started.set()
+        release.wait(10)
+
+    embedder._inference.submit(hold, priority=BATCH_PRIORITY)
+    assert started.wait(10)
+    done: dict[str, float] = {}
+
+    def embed(name: str, texts: list[str], urgent: bool) -> None:
+        embedder.embed_documents(texts, urgent=urgent)
+        done[name] = time.perf_counter()
+
+    ingestion = threading.Thread(target=embed, args=("ingestion", [f"clause {i}" for i in range(6)], False))
+    ingestion.start()
+    while embedder._inference._jobs().qsize() < 3:
+        time.sleep(0.01)
+    run = threading.Thread(target=embed, args=("run", ["the supplier shall maintain insurance"], True))
+    run.start()
+    while embedder._inference._jobs().qsize() < 4:
+        time.sleep(0.01)
+    # when the thread is free again
+    release.set()
+    ingestion.join(60), run.join(60)
+    # then the run's texts were embedded first
+    assert done["run"] < done["ingestion"]
 
 
 def test_a_failing_job_reaches_its_caller_and_the_thread_serves_on():
