@@ -192,9 +192,9 @@ def request_segments(prompt: str) -> list[str]:
     text = _FOLLOWING.sub("", text, count=1)
     segments = []
     pieces = _SEGMENT_SPLIT.split(text)
-    for position, s in enumerate(pieces):
+    for at, s in enumerate(pieces):
         # "I need a memo on the following:" introduces the lines after it; it asks nothing itself.
-        if (s or "").rstrip().endswith(":") and any((p or "").strip() for p in pieces[position + 1 :]):
+        if (s or "").rstrip().endswith(":") and any((p or "").strip() for p in pieces[at + 1 :]):
             continue
         previous = ""
         parts = _SECOND_QUESTION.split(s or "")
