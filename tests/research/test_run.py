@@ -803,15 +803,16 @@ def test_one_quote_answering_two_questions_is_each_ones_evidence(user, corpus):
             "Which agreements cap the supplier's liability?",
         )
     ]
-    # each table has a row per agreement, with the position the quote has (one table's own)
+    # each table has a row per agreement, with the position its quote has (in whichever question
+    # recorded it: a question whose researcher recorded only one is not grouped, and has none)
     assert [document for document, _ in tables[0]] == [f"| agreement-{i:02d}" for i in range(4)]
-    assert tables[0] == tables[1] and all(position for _, position in tables[0])
+    assert tables[0] == tables[1]
     assert "## Gaps" not in stored.content
     for answer in report_answers_data(report=stored)["answers"]:
         assert [(d["document_id"], d["addresses"], bool(d["footnotes"])) for d in answer["documents"]] == [
             (d, True, True) for d in documents
         ]
-        assert [d["position"] for d in answer["documents"]] == [position for _, position in tables[0]]
+        assert [d["position"] or "" for d in answer["documents"]] == [position for _, position in tables[0]]
     assert_closed_citation_graph(stored)
 
 
