@@ -226,18 +226,25 @@ def _thread_name() -> str:
     return threading.current_thread().name
 
 
-def test_queued_queries_overtake_queued_document_batches():
-    inference = InferenceThread(threads=1, name="test-inference")
+def _busy(inference: InferenceThread) -> threading.Event:
+    """Keeps the inference thread busy with a batch until the returned event is set."""
     started, release = threading.Event(), threading.Event()
-    ran: list[str] = []
 
     def hold() -> None:
         started.set()
         release.wait(10)
 
-    # given a job running and a batch queued before a query
     inference.submit(hold, priority=BATCH_PRIORITY)
     assert started.wait(10)
+    return release
+
+
+def test_queued_queries_overtake_queued_document_batches():
+    inference = InferenceThread(threads=1, name="test-inference")
+    ran: list[str] = []
+
+    # given a job running and a batch queued before a query
+    release = _busy(inference)
     batch = inference.submit(ran.append, "batch", priority=BATCH_PRIORITY)
     query = inference.submit(ran.append, "query", priority=QUERY_PRIORITY)
 
@@ -253,15 +260,8 @@ def test_queued_queries_overtake_queued_document_batches():
 def test_a_runs_texts_overtake_an_ingestions_queued_batches_and_queries_overtake_both():
     # given a batch running, then an ingestion's two batches, a run's texts and a query queued
     inference = InferenceThread(threads=1, name="test-inference")
-    started, release = threading.Event(), threading.Event()
     ran: list[str] = []
-
-    def hold() -> None:
-        started.set()
-        release.wait(10)
-
-    inference.submit(hold, priority=BATCH_PRIORITY)
-    assert started.wait(10)
+    release = _busy(inference)
     queued = [
         inference.submit(ran.append, name, priority=priority)
         for name, priority in [
@@ -285,14 +285,7 @@ def test_a_runs_embedding_finishes_before_an_ingestion_queued_ahead_of_it():
     # research run's one
     embedder = MiniLMEmbedder(batch_size=2)
     embedder.embed_documents(["warm the model up"])
-    started, release = threading.Event(), threading.Event()
-
-    def hold() -> None:
-        started.set()
-        release.wait(10)
-
-    embedder._inference.submit(hold, priority=BATCH_PRIORITY)
-    assert started.wait(10)
+    release = _busy(embedder._inference)
     done: dict[str, float] = {}
 
     def embed(name: str, texts: list[str], urgent: bool) -> None:
