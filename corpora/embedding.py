@@ -66,6 +66,11 @@ URGENT_PRIORITY = 1
 BATCH_PRIORITY = 2
 
 
+def documents_priority(*, urgent: bool) -> int:
+    """The inference priority of a batch of texts: a running run's own go first."""
+    return URGENT_PRIORITY if urgent else BATCH_PRIORITY
+
+
 class InferenceThread:
     """One thread per process that runs every call into a local model, with `threads` torch
     threads under it (0: one per CPU the process may run on).
@@ -182,7 +187,7 @@ class MiniLMEmbedder:
         if not texts:
             return np.zeros((0, MINILM_DIM), dtype=np.float32)
         # One job per model batch, all queued at once: a query waits for one batch at most.
-        priority = URGENT_PRIORITY if urgent else BATCH_PRIORITY
+        priority = documents_priority(urgent=urgent)
         chunks = [
             self._inference.submit(self._encode, texts[i : i + self.batch_size], priority=priority)
             for i in range(0, len(texts), self.batch_size)

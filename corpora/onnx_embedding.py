@@ -26,13 +26,12 @@ from typing import TypeVar
 import numpy as np
 
 from corpora.embedding import (
-    BATCH_PRIORITY,
     MINILM_DIM,
     MINILM_NAME,
     MINILM_ONNX_NAME,
     QUERY_PRIORITY,
-    URGENT_PRIORITY,
     _then,
+    documents_priority,
     inference_thread,
 )
 
@@ -250,7 +249,7 @@ class OnnxMiniLMEmbedder:
             self._inference.submit(
                 runner.run,
                 [token_ids[i] for i in chunk],
-                priority=URGENT_PRIORITY if urgent else BATCH_PRIORITY,
+                priority=documents_priority(urgent=urgent),
             )
             for chunk in chunks
         ]

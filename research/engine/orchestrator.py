@@ -106,13 +106,14 @@ class Orchestration:
     async def run(self) -> str:
         """The run's draft (markdown with <cite findings> placeholders)."""
         if "named_documents" not in self.state:
-            self.state["named_documents"] = await self._named_documents()
+            names = proper_names(self.prompt)
+            self.state["named_documents"] = await self._named_documents(names)
+            if self.state["named_documents"]:
+                # Asked of the named documents, the names say nothing their passages must say.
+                self.state["named_prompt"] = without_names(self.prompt, names)
         if self.state["named_documents"]:
             self.store.document_ids = list(self.state["named_documents"])
-            # Asked of the named documents, the names say nothing their passages must say.
-            self.prompt = self.state.setdefault(
-                "named_prompt", without_names(self.prompt, proper_names(self.prompt))
-            )
+            self.prompt = self.state["named_prompt"]
         if "documents" not in self.state:
             self.state["documents"] = await self.store.document_count()
         documents = self.state["documents"]
@@ -142,14 +143,13 @@ class Orchestration:
         await self._progress("writing", checkpoint=True)
         return draft
 
-    async def _named_documents(self) -> list[int]:
+    async def _named_documents(self, names: list[str]) -> list[int]:
         """The documents a request not about the collection names by a party or a name few
         documents hold ("What is the term of the Cheetah Mobile cooperation agreement?"): the
         run is asked of them alone, as if the user had chosen them. None where the user chose
         documents, or the request is about the collection ("Which of these agreements ...")."""
         if self.store.document_ids is not None or names_the_collection(self.prompt):
             return []
-        names = proper_names(self.prompt)
         return await self.store.named_documents(names=names) if names else []
 
     async def _fast(self) -> str:
