@@ -15,7 +15,9 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from rapidfuzz.distance import DamerauLevenshtein
 
+from corpora.retrieval.spelling import MIN_LENGTH, is_english
 from llms.prompts import CHAT_MESSAGE_TAG, unwrap
 from research.engine.text import best_sentences
 
@@ -31,8 +33,34 @@ RESEARCH_REQUEST = re.compile(
 )
 
 
+# The words of a research request a hurried hand misspells ("pls reserch ..."): a word that is
+# no English word, one edit away (two for the longer ones), is taken for the word.
+_REQUEST_WORDS = ("please", "research", "investigate", "deep", "dive")
+_WORD = re.compile(r"[^\W_]+")
+
+
 def is_research_request(text: str) -> bool:
-    return bool(RESEARCH_REQUEST.match(text.strip()))
+    text = text.strip()
+    return bool(RESEARCH_REQUEST.match(text) or RESEARCH_REQUEST.match(_opening_spelt(text)))
+
+
+def _opening_spelt(text: str, words: int = 4) -> str:
+    """`text` with its first few words spelt as the request words they are near ("pls reserch
+    X" -> "please research X"); the rest as typed."""
+
+    def spelt(match: re.Match) -> str:
+        word = match.group().lower()
+        if word in ("pls", "plz"):
+            return "please"
+        if len(word) < MIN_LENGTH or is_english(word):  # "researcher" is no misspelling
+            return match.group()
+        limit = 1 if len(word) <= 6 else 2
+        near = [
+            w for w in _REQUEST_WORDS if DamerauLevenshtein.distance(word, w, score_cutoff=limit) <= limit
+        ]
+        return near[0] if near else match.group()
+
+    return _WORD.sub(spelt, text, count=words)
 
 
 def _last_user_text(messages: list[ModelMessage]) -> str:

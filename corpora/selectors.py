@@ -48,6 +48,7 @@ from corpora.retrieval.lexical import (
     phrase_candidates,
 )
 from corpora.retrieval.query import ParsedQuery, parse_query, words
+from corpora.retrieval.spelling import Correction, corrections
 from corpora.retrieval.term_index import HIT_DOCUMENT_FIELDS, HIT_PASSAGE_FIELDS, TermIndex, term_indexes
 from corpora.retrieval.vector_store import vector_store
 from corpora.retrieval.versions import index_versions
@@ -307,6 +308,16 @@ def term_frequencies(*, corpus: Corpus, words: Sequence[str]) -> tuple[dict[str,
     if terms is None:
         return document_frequencies(corpus_id=corpus.pk, version=version, words=words)
     return terms.frequencies(words), len(terms.passage_ids)
+
+
+def spelling_corrections(*, corpus: Corpus, text: str, request_words: Sequence[str]) -> list[Correction]:
+    """`text`'s misspelt words corrected to the corpus's words (corpora.retrieval.spelling);
+    none for a corpus too large for a term index (SEARCH_TERM_INDEX_MAX_PASSAGES), whose
+    words no process holds."""
+    terms = _term_index(corpus.pk, _index_version(corpus.pk))
+    if terms is None:
+        return []
+    return corrections(text, vocabulary=terms.vocabulary, request_words=request_words)
 
 
 @dataclass(frozen=True)

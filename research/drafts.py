@@ -82,6 +82,7 @@ def compose_report(
     both: Sequence[Mapping[str, Any]] = (),
     not_planned: Sequence[str] = (),
     named: Sequence[str] = (),
+    corrections: Sequence[Sequence[str]] = (),
 ) -> str:
     """The report: Summary with counts, Key findings by position, a per-document table for
     swept questions, Detailed analysis, Gaps. `positions` groups each question's findings
@@ -89,12 +90,20 @@ def compose_report(
     `both`: questions of the request ({question, of: [two question indices]}) answered by the
     documents that answer both of theirs. `brief` (the fast path): the answer's findings and
     the gaps only. `not_planned`: parts of the request beyond the run's breadth, named in Gaps.
-    `named`: the titles of the documents the request names, which alone the run searched."""
+    `named`: the titles of the documents the request names, which alone the run searched.
+    `corrections`: the request's misspelt words, [typed, read as]."""
     by_index = _assign(questions, findings)
     titles = {int(k): v for k, v in document_titles.items()}
     lines = [f"# {_one_line(title)}", ""]
     if note:
         lines += [f"*{_one_line(note)}*", ""]
+    if corrections:
+        read = ", ".join(f"{_one_line(typed)} → {_one_line(as_)}" for typed, as_ in corrections)
+        lines += [
+            f"Read as the collection spells it: {read}. Words it does not use were taken for the "
+            "nearest it does; ask again in other words if that is not what you meant.",
+            "",
+        ]
     if named:
         which = "; ".join(f"*{_one_line(t)}*" for t in named)
         lines += [
@@ -692,4 +701,5 @@ def compose_from_findings(
         both=engine_state.get("both") or [],
         not_planned=engine_state.get("not_planned") or [],
         named=[titles.get(int(d), f"Document {d}") for d in engine_state.get("named_documents") or []],
+        corrections=engine_state.get("corrections") or [],
     )

@@ -56,6 +56,7 @@ _HEADING_PATH = HIT_PASSAGE_FIELDS.index("heading_path")
 _DOCUMENT_ID = HIT_PASSAGE_FIELDS.index("document_id")
 # A rough per-row cost of the Python objects beside the text, for the cache's byte bound.
 _ROW_OVERHEAD_BYTES = 1100  # measured with tracemalloc: 20.6 MB held for 9,136 CUAD passages
+_WORD_OVERHEAD_BYTES = 130  # a dict entry, a short str and a small int
 
 M = TypeVar("M", bound=Model)
 
@@ -88,12 +89,16 @@ class TermIndex:
     rows: dict[int, tuple] = field(repr=False)
     documents: dict[int, tuple] = field(repr=False)
     text_bytes: int = 0
+    # word (as the query parser reads it, unstemmed) -> how many passages hold it: the words a
+    # request's misspelt ones are corrected to (corpora.retrieval.spelling)
+    vocabulary: dict[str, int] = field(default_factory=dict, repr=False)
 
     @functools.cached_property
     def nbytes(self) -> int:
         arrays = sum(p.nbytes + w.nbytes for p, w in self.postings.values())
         rows = self.text_bytes + _ROW_OVERHEAD_BYTES * (len(self.rows) + len(self.documents))
-        return arrays + self.passage_ids.nbytes + self.document_ids.nbytes + rows
+        words = _WORD_OVERHEAD_BYTES * len(self.vocabulary)
+        return arrays + self.passage_ids.nbytes + self.document_ids.nbytes + rows + words
 
     def passages(self, ids: Iterable[int]) -> dict[int, Passage]:
         """The passages among `ids` that this index holds, with their documents, as the
@@ -195,7 +200,10 @@ def build(corpus_id: int, extent: tuple[int, int]) -> TermIndex:
             length += len(headings)
         counts.append(found)
         lengths[i] = length
-    vocabulary = sorted({w for found in counts for w in found})
+    held: Counter = Counter()
+    for found in counts:
+        held.update(found.keys())
+    vocabulary = sorted(held)
     stem_of = dict(zip(vocabulary, _stem_words(vocabulary), strict=True))
     by_stem: dict[str, dict[int, float]] = {}
     for i, found in enumerate(counts):
@@ -219,6 +227,7 @@ def build(corpus_id: int, extent: tuple[int, int]) -> TermIndex:
         rows={r[0]: tuple(r) for r in rows},
         documents=_documents(corpus_id),
         text_bytes=sum(len(r[text_at]) for r in rows),
+        vocabulary=dict(held),
     )
 
 

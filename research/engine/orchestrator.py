@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from pydantic_ai import Agent, UsageLimits
 from pydantic_ai.exceptions import UnexpectedModelBehavior
 
+from corpora.retrieval.spelling import corrected_text
 from research.constants import BREADTH_MAX, DepthPreset
 from research.drafts import compose_from_findings, plan_questions_summary, split_set_aside
 from research.engine.budget import BudgetGate
@@ -105,6 +106,14 @@ class Orchestration:
     # --- The pipeline ---------------------------------------------------------------------------
     async def run(self) -> str:
         """The run's draft (markdown with <cite findings> placeholders)."""
+        if "corrections" not in self.state:
+            found = await self.store.spelling_corrections(text=self.prompt)
+            self.state["corrections"] = [c.as_pair() for c in found]
+            if found:
+                # Asked as the corpus's words spell it: the report says how it was read.
+                self.state["read_as"] = corrected_text(self.prompt, found)
+        if self.state.get("read_as"):
+            self.prompt = self.state["read_as"]
         if "named_documents" not in self.state:
             names = proper_names(self.prompt)
             self.state["named_documents"] = await self._named_documents(names)
@@ -546,6 +555,7 @@ class Orchestration:
                 both=self.state.get("both") or [],
                 not_planned=self.state.get("not_planned") or [],
                 named=[titles.get(d, f"Document {d}") for d in self.state.get("named_documents") or []],
+                corrections=self.state.get("corrections") or [],
             ),
         )
         deps = WriterDeps(store=self.store, finding_ids={f["id"] for f in findings})

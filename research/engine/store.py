@@ -22,12 +22,14 @@ from corpora.embedding import get_embedder_or_none
 from corpora.exceptions import EmbeddingUnavailable
 from corpora.models import Corpus, Passage
 from corpora.passage_views import passage_view
+from corpora.retrieval.spelling import Correction
 from corpora.selectors import (
     document_list,
     passage_exact_search,
     passage_neighbours,
     passage_search,
     passage_search_by_document,
+    spelling_corrections,
     term_frequencies,
 )
 from llms.breaker import breakers
@@ -41,6 +43,7 @@ from research.engine.feedback import (
 )
 from research.engine.grouping import group_texts
 from research.engine.intent import document_words
+from research.engine.text import REQUEST_WORDS
 from research.exceptions import FindingRejected
 from research.models import ReportStatus
 from research.runloop import database
@@ -399,6 +402,15 @@ class RunStore:
                 ToolCall("named_documents", {"names": len(names)}, _ms(started), f"{len(found)} documents")
             )
             return found
+
+        return await database(work)
+
+    async def spelling_corrections(self, *, text: str) -> list[Correction]:
+        """`text`'s misspelt words, corrected to the corpus's ("wich" -> "which", "recieving"
+        -> "receiving"), from the corpus's term index: no search, so no tool call."""
+
+        def work() -> list[Correction]:
+            return spelling_corrections(corpus=self.corpus, text=text, request_words=REQUEST_WORDS)
 
         return await database(work)
 

@@ -407,6 +407,19 @@ QUESTION_FRAMING = DOCUMENT_PARTS | frozenset(
 )
 
 
+# The words requests are made of, never corrected as misspelt and, of two equally near a typo,
+# preferred in this order ("wich" is "which", not "with"): question words, the documents and their
+# parts, what a request asks them, then the query parser's stopwords.
+REQUEST_WORDS = (
+    "which whether what when where who whom whose why how".split()
+    + [w for w in (DOCUMENT_NOUNS + "|" + DOCUMENT_NOUN).split("|") if w.isalpha()]
+    + "licences licenses licence license".split()
+    + sorted(QUESTION_FRAMING)
+    + "research compare comparison versus differ differences between across".split()
+    + sorted(STOPWORDS)
+)
+
+
 # The first halves of hyphenated words ("non-compete", "anti-assignment"): alone they say
 # nothing, and a sentence under "Non-Waiver" or about a "non-exclusive licence" does not answer a
 # question about a non-compete by sharing "non".

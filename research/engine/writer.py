@@ -93,12 +93,15 @@ def writer_prompt_data(
     both: list[dict[str, Any]] | None = None,
     not_planned: list[str] | None = None,
     named: list[str] | None = None,
+    corrections: list[list[str]] | None = None,
 ) -> dict[str, Any]:
     return {
         "title": title,
         "brief": brief,
         # the documents the request names, which alone the run searched (titles)
         "named_documents": named or [],
+        # the request's misspelt words, [typed, read as]: the report says how it was read
+        "corrections": corrections or [],
         # questions of the request answered by the documents that answer two of `questions`
         "both": both or [],
         # parts of the request beyond the run's breadth, not researched: the report names them
@@ -188,6 +191,7 @@ def offline_writer() -> FunctionModel:
             both=data.get("both") or [],
             not_planned=data.get("not_planned") or [],
             named=data.get("named_documents") or [],
+            corrections=data.get("corrections") or [],
         )
         call = ToolCallPart("submit_report", {"markdown": markdown}, tool_call_id="submit")
         return ModelResponse(parts=[call], model_name=OFFLINE_WRITER)

@@ -160,6 +160,10 @@ RESEARCH_PHRASINGS = [
     "please research indemnification, termination and governing law",
     "Could you please research the supplier's obligations?",
     "I want you to investigate the licence grant",
+    # misspelt by a hurried hand
+    "pls reserch indemnification and governing law",
+    "Reasearch the termination clauses",
+    "do a deep dvie on the liability cap",
 ]
 NOT_RESEARCH = [
     "What is the governing law?",
@@ -167,6 +171,9 @@ NOT_RESEARCH = [
     "is there a termination clause",
     "summarize the research findings",
     "researchers at Acme",
+    # English words near "research" are not taken for it
+    "researcher duties under the agreement",
+    "reseller terms?",
 ]
 
 

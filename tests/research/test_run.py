@@ -740,6 +740,37 @@ def test_a_request_about_the_collection_or_naming_no_one_agreement_is_not_narrow
     assert "Asked of the document" not in stored.content
 
 
+def test_a_misspelt_request_is_researched_as_the_collection_spells_it(user, corpus):
+    # given six agreements, three requiring insurance
+    insured = ingest_agreements(corpus, 6, insured=3)[:3]
+    prompt = "wich of these agreements mantain liabilty insurence?"
+    report = report_start(user=user, corpus=corpus, prompt=prompt)
+    # when the run executes
+    report_run(report_id=report.pk)
+    # then it is asked as spelt correctly: about the collection, its documents swept, and says so
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.engine_state["corrections"] == [
+        ["wich", "which"],
+        ["mantain", "maintain"],
+        ["liabilty", "liability"],
+        ["insurence", "insurance"],
+    ]
+    assert stored.engine_state["read_as"] == "which of these agreements maintain liability insurance?"
+    assert stored.strategy == "deep" and [step["sweep"] for step in stored.plan] == [True]
+    assert "Read as the collection spells it: wich → which, mantain → maintain" in stored.content
+    assert {c["document_id"] for c in stored.citations} == set(insured)
+    assert_closed_citation_graph(stored)
+
+
+def test_a_request_spelt_as_the_collection_does_is_read_as_typed(user, corpus):
+    ingest_agreements(corpus, 3, insured=1)
+    report = report_start(user=user, corpus=corpus, prompt="Which of these agreements require insurance?")
+    report_run(report_id=report.pk)
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.engine_state["corrections"] == [] and "read_as" not in stored.engine_state
+    assert "Read as" not in stored.content
+
+
 def test_the_parts_of_a_request_beyond_the_breadth_are_named_not_dropped(user, corpus):
     # given a request of four parts, at shallow (breadth 3)
     ingest_agreements(corpus, 4, insured=2)
