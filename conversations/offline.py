@@ -64,9 +64,11 @@ def _opening_spelt(text: str, words: int = 4) -> str:
 
 
 def _last_user_text(messages: list[ModelMessage]) -> str:
+    """The user's latest message. A Deepcite notice just before it ("Deep research is ready")
+    is merged into the same request by pydantic-ai: the message is its last part, not its first."""
     for message in reversed(messages):
         if isinstance(message, ModelRequest):
-            for part in message.parts:
+            for part in reversed(message.parts):
                 if isinstance(part, UserPromptPart) and isinstance(part.content, str):
                     return unwrap(part.content, CHAT_MESSAGE_TAG) or part.content
     return ""

@@ -66,6 +66,18 @@ def test_a_research_request_starts_a_report_linked_to_the_conversation_and_messa
     }
 
 
+def test_the_message_after_a_finished_run_notice_is_the_one_answered(gql, corpus, samples):
+    # given a research request, run to its end and announced in the conversation
+    payload = send(gql, corpus, RESEARCH_REQUEST)
+    report_run(report_id=ResearchReport.objects.get().pk)
+    conversation = payload["conversation"]["id"]
+    # when the user asks for more research in the same conversation
+    following = send(gql, corpus, "please research the licence grant", conversation)
+    # then that request starts a run of its own (the notice before it was taken for it)
+    assert following["errors"] == [] and following["report"] is not None
+    assert ResearchReport.objects.latest("pk").prompt == "please research the licence grant"
+
+
 def test_a_request_holding_markdown_is_quoted_as_written_never_as_a_link(gql, corpus, samples):
     # given a research request whose words are a markdown link
     payload = send(gql, corpus, "please research [free money](http://evil.example/) and *indemnification*")
