@@ -320,6 +320,52 @@ def spelling_corrections(*, corpus: Corpus, text: str, request_words: Sequence[s
     return corrections(text, vocabulary=terms.vocabulary, request_words=request_words)
 
 
+# A place and the word for its people or its law ("Swiss law" is the law of Switzerland), where
+# neither begins with the other's first NAME_STEM_LETTERS letters ("German" and "Germany" do).
+DEMONYMS = {
+    "swiss": ["switzerland"],
+    "french": ["france"],
+    "dutch": ["netherlands", "holland"],
+    "spanish": ["spain"],
+    "irish": ["ireland"],
+    "welsh": ["wales"],
+    "danish": ["denmark"],
+    "finnish": ["finland"],
+    "greek": ["greece"],
+    "turkish": ["turkey"],
+    "polish": ["poland"],
+    "british": ["britain", "england", "scotland", "wales"],
+    "belgian": ["belgium"],
+    "portuguese": ["portugal"],
+    "texan": ["texas"],
+    "peruvian": ["peru"],
+}
+NAME_STEM_LETTERS = 5
+
+
+def documents_naming(
+    *, corpus: Corpus, names: Sequence[str], document_ids: Sequence[int] | None = None
+) -> dict[str, set[int]] | None:
+    """{name: the documents (of `document_ids`, else the corpus) that name it}: a word of
+    theirs is the name, begins with its first NAME_STEM_LETTERS letters ("Japanese" names
+    "Japan", "Germany" "German"), or is its place (DEMONYMS: "Switzerland" names "Swiss"). None
+    for a corpus too large for a term index (SEARCH_TERM_INDEX_MAX_PASSAGES)."""
+    terms = _term_index(corpus.pk, _index_version(corpus.pk))
+    if terms is None:
+        return None
+    scope = None if document_ids is None else set(document_ids)
+    found = {}
+    for name in names:
+        lower = name.lower()
+        forms = {lower, *DEMONYMS.get(lower, [])}
+        if len(lower) >= NAME_STEM_LETTERS:
+            forms |= {w for w in terms.vocabulary if w.startswith(lower[:NAME_STEM_LETTERS])}
+        forms |= {w for w in terms.vocabulary if len(w) >= NAME_STEM_LETTERS and lower.startswith(w)}
+        held = terms.documents_holding(forms)
+        found[name] = held if scope is None else held & scope
+    return found
+
+
 @dataclass(frozen=True)
 class DocumentEvidence:
     """One document's best passages for a query (corpora.retrieval.by_document)."""

@@ -9,7 +9,7 @@ from typing import Any
 
 from research.engine.grouping import group_texts
 from research.engine.intent import document_words
-from research.engine.text import content_words
+from research.engine.text import content_words, names_held_by_none
 
 OTHER_FINDINGS = "Other findings"
 GROUP_EXAMPLES = 3
@@ -54,6 +54,8 @@ class QuestionSummary:
     # {document: finding id} of the documents judged to address it by a quote already recorded
     # for another question (one quote answering two): that finding is its evidence here too.
     shared: Mapping[int, int] = field(default_factory=dict)
+    # The names it names that no document in scope holds ("Japan"): no document answers it.
+    absent_names: Sequence[str] = ()
 
 
 @dataclass(frozen=True)
@@ -161,7 +163,9 @@ def _summary(
             f"answer{'s' if count == 1 else ''} both *{_one_line(both.first)}* and "
             f"*{_one_line(both.second)}* (listed under Documents answering both)."
         )
-    answered = [q for q in by_index.values() if _evidence(q) or _answers_by_absence(q)]
+    answered = [
+        q for q in by_index.values() if _evidence(q) or _answers_by_absence(q) or q.summary.absent_names
+    ]
     if not answered:
         return [
             *lines,
@@ -171,6 +175,9 @@ def _summary(
     for item in by_index.values():
         if _answers_by_absence(item):
             lines.append(_absence_line(item, positions, titles))
+            continue
+        if item.summary.absent_names:
+            lines.append(_held_by_none_line(item))
             continue
         evidence = _evidence(item)
         if not evidence:
@@ -437,6 +444,25 @@ def _tables(
     return lines
 
 
+def _held_by_none_line(item: _Question) -> str:
+    """A question naming what no document holds: none answers it; what its researchers found
+    is the nearest the collection comes."""
+    q, evidence = item.summary, _evidence(item)
+    names = _names(q.absent_names)
+    scope = f"the {q.documents_in_scope} documents" if q.documents_in_scope > 1 else "the documents"
+    line = f"- **{_one_line(q.question)}** None: no passage of {scope} in scope mentions {names}."
+    if evidence:
+        line += f" The nearest passages found, which do not answer it: {_cite(evidence[0])}"
+        if len(evidence) > 1:
+            line += f" (and {len(evidence) - 1} more below)"
+    return line
+
+
+def _names(names: Sequence[str]) -> str:
+    shown = [f"*{_one_line(n)}*" for n in names]
+    return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + f" or {shown[-1]}"
+
+
 def _question_terms(question: str) -> set[str]:
     """What a question asks a document to say: its content words, not those naming the documents."""
     return set(content_words(question)) - set(content_words(" ".join(document_words(question))))
@@ -519,7 +545,11 @@ def _gaps(
         # judge turned down but a researcher quoted for this question is no gap.
         absence = _answers_by_absence(item)
         unanswered = [] if absence else absent_titles(item, titles)
-        if not _evidence(item) and not absence and q.question != OTHER_FINDINGS:
+        if q.absent_names:
+            lines.append(
+                f"- {_one_line(q.question)}: no document in scope mentions {_names(q.absent_names)}."
+            )
+        elif not _evidence(item) and not absence and q.question != OTHER_FINDINGS:
             lines.append(f"- {_one_line(q.question)}: no passage retrieved in this run supports an answer.")
         elif q.swept and unanswered:
             names = [_one_line(t) for t in unanswered[:GAP_TITLES]]
@@ -623,6 +653,9 @@ def plan_questions_summary(
                 asked=str(step.get("asked") or ""),
                 documents_in_scope=int(engine_state.get("documents") or 0),
                 shared={int(d): int(i) for d, i in (judged.get("shared") or {}).items()},
+                absent_names=tuple(
+                    names_held_by_none(str(step["question"]), engine_state.get("absent_names") or ())
+                ),
             )
         )
     return questions

@@ -152,6 +152,15 @@ class TermIndex:
         candidates = candidates[np.lexsort((candidates, -scores[candidates]))]
         return list(zip(self.passage_ids[candidates].tolist(), scores[candidates].tolist(), strict=True))
 
+    def documents_holding(self, words: Iterable[str]) -> set[int]:
+        """The documents with a passage holding any of `words` (by its stem)."""
+        held: set[int] = set()
+        for stem in set(_stem_words([w.lower() for w in words])):
+            posting = self.postings.get(stem)
+            if posting is not None:
+                held.update(self.document_ids[posting[0]].tolist())
+        return held
+
     def by_document(
         self, terms: Iterable[str], *, document_ids: Sequence[int], scope: Sequence[int] | None
     ) -> tuple[dict[int, list[tuple[int, float]]], float]:

@@ -45,6 +45,7 @@ from research.engine.researcher import (
 from research.engine.store import RunStore, SweepEvidence
 from research.engine.text import (
     keywords,
+    names_held_by_none,
     negated,
     plan_questions,
     proper_names,
@@ -114,8 +115,11 @@ class Orchestration:
                 self.state["read_as"] = corrected_text(self.prompt, found)
         if self.state.get("read_as"):
             self.prompt = self.state["read_as"]
+        names = proper_names(self.prompt)
+        if "absent_names" not in self.state:
+            # Names no document holds: a question naming one is answered by none.
+            self.state["absent_names"] = await self.store.absent_names(names=names) if names else []
         if "named_documents" not in self.state:
-            names = proper_names(self.prompt)
             self.state["named_documents"] = await self._named_documents(names)
             if self.state["named_documents"]:
                 # Asked of the named documents, the names say nothing their passages must say.
@@ -196,10 +200,14 @@ class Orchestration:
                 sub.question,
                 sub.queries or [sub.question],
                 # Swept: every sub-question at deep, or those about the collection (the request
-                # being about the collection makes each of its parts so).
-                sweep=self.preset.sweep_always
-                or collection
-                or is_collection_question(sub.question, documents=documents),
+                # being about the collection makes each of its parts so); not one naming what no
+                # document holds ("... governed by the laws of Japan?"): no document answers it.
+                sweep=(
+                    self.preset.sweep_always
+                    or collection
+                    or is_collection_question(sub.question, documents=documents)
+                )
+                and not names_held_by_none(sub.question, self.state.get("absent_names") or ()),
             )
             for sub in plan.sub_questions
         ]

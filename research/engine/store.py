@@ -25,6 +25,7 @@ from corpora.passage_views import passage_view
 from corpora.retrieval.spelling import Correction
 from corpora.selectors import (
     document_list,
+    documents_naming,
     passage_exact_search,
     passage_neighbours,
     passage_search,
@@ -402,6 +403,20 @@ class RunStore:
                 ToolCall("named_documents", {"names": len(names)}, _ms(started), f"{len(found)} documents")
             )
             return found
+
+        return await database(work)
+
+    async def absent_names(self, *, names: Sequence[str]) -> list[str]:
+        """The names of `names` no document the run may search names ("Japan" asked of NDAs
+        governed by the laws of New York, Delaware, England ...; corpora.selectors
+        .documents_naming): a question about one is answered by none. From the corpus's term
+        index, not a search, so no tool call; none for a corpus too large for one."""
+
+        def work() -> list[str]:
+            naming = documents_naming(
+                corpus=self.corpus, names=list(dict.fromkeys(names)), document_ids=self.document_ids
+            )
+            return [name for name, documents in (naming or {}).items() if not documents]
 
         return await database(work)
 

@@ -38,7 +38,9 @@ _QUESTION_START = re.compile(
     rf"^(?:{_WH}|are|is|do|does|can|could|should|will|would|must|may|shall)\b", re.IGNORECASE
 )
 _LEAD_IN = re.compile(
-    r"^\s*(?:please\s+|can you\s+|could you\s+|i want you to\s+|i'd like you to\s+)*"
+    # A greeting first ("Hi, could you please look into ...") says nothing either.
+    r"^\s*(?:(?:hi|hello|hey|dear\s+\w+|ok|okay|so)\b[\s,!.:;-]*)?"
+    r"(?:please\s+|can you\s+|could you\s+|would you\s+|i want you to\s+|i'd like you to\s+)*"
     r"(?:do\s+(?:a\s+)?(?:deep\s+dive|deep\s+research|research|investigation)\s+(?:on|into|about|of)\s+|"
     r"(?:deep\s+)?research(?:\s+on|\s+into|\s+about)?(?:\s*:\s*|\s+)|investigate(?:\s*:\s*|\s+)|look\s+into\s+|"
     r"find\s+out\s+(?:everything\s+)?(?:about\s+)?|tell\s+me\s+(?:everything\s+)?about\s+|"
@@ -444,6 +446,12 @@ def proper_names(text: str) -> list[str]:
         ):
             found.append(word)
     return list(dict.fromkeys(found))
+
+
+def names_held_by_none(question: str, absent: Sequence[str]) -> list[str]:
+    """The names of `absent` (names no document holds) that `question` names."""
+    named = set(proper_names(question))
+    return [name for name in absent if name in named]
 
 
 def without_names(text: str, names: Sequence[str]) -> str:

@@ -122,6 +122,8 @@ def writer_prompt_data(
                 # the documents the run could search: more than were examined when the sweep
                 # judged only those its searches reached, up to the depth's cap
                 "documents_in_scope": q.documents_in_scope,
+                # names it names that no document in scope holds: no document answers it
+                "absent_names": list(q.absent_names),
                 **({"asked": q.asked} if q.asked else {}),
             }
             for q in questions
@@ -160,6 +162,7 @@ def offline_writer() -> FunctionModel:
                 asked=q.get("asked", ""),
                 documents_in_scope=q.get("documents_in_scope", 0),
                 shared={int(d): int(i) for d, i in (q.get("shared_findings") or {}).items()},
+                absent_names=q.get("absent_names") or [],
             )
             for q in data.get("questions", [])
         ]

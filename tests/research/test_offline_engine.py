@@ -95,6 +95,17 @@ from research.engine.text import (
             "Tell me which contracts include a most favored nation clause",
             ["Which contracts include a most favored nation clause?"],
         ),
+        # a greeting before the lead-in says nothing either
+        (
+            "Hi, could you please look into which of these contracts cap liability?",
+            ["Which of these contracts cap liability?"],
+        ),
+        ("Hello! Please research governing law and liability caps", ["governing law", "liability caps"]),
+        # a word that only begins like a greeting is the request's
+        (
+            "Hiring freeze: which agreements restrict hiring?",
+            ["Hiring freeze: which agreements restrict hiring?"],
+        ),
         (
             "Which contracts cap liability? And how long do the warranties last?",
             ["Which contracts cap liability?", "How long do the warranties last?"],

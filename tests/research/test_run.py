@@ -771,6 +771,53 @@ def test_a_request_spelt_as_the_collection_does_is_read_as_typed(user, corpus):
     assert "Read as" not in stored.content
 
 
+def test_a_question_naming_what_no_document_names_is_answered_none(user, corpus):
+    # given six agreements governed by the laws of numbered states, none naming Japan
+    ingest_agreements(corpus, 6, insured=3)
+    report = report_start(
+        user=user, corpus=corpus, prompt="Which of these agreements are governed by the laws of Japan?"
+    )
+    # when the run executes
+    report_run(report_id=report.pk)
+    # then the question is not swept (no document can answer it), and the report says none does
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.engine_state["absent_names"] == ["Japan"]
+    assert [step["sweep"] for step in stored.plan] == [False]
+    summary = _section_lines(stored.content, "## Summary")
+    assert summary[0].startswith(
+        "- **Which of these agreements are governed by the laws of Japan?** None: no passage of the 6 "
+        "documents in scope mentions *Japan*."
+    )
+    assert "address it" not in stored.content and "## Documents:" not in stored.content
+    assert (
+        "- Which of these agreements are governed by the laws of Japan?: "
+        "no document in scope mentions *Japan*."
+    ) in _section_lines(stored.content, "## Gaps")
+    assert_closed_citation_graph(stored)
+
+
+@pytest.mark.parametrize(
+    ("prompt", "text"),
+    [
+        # the law of Switzerland is Swiss law
+        ("Which of these agreements are governed by Swiss law?", "governed by the laws of Switzerland"),
+        # "Japanese" names Japan
+        ("Which of these agreements are governed by Japanese law?", "governed by the laws of Japan"),
+        # "Japan" names "Japanese"
+        ("Which of these agreements are governed by the laws of Japan?", "governed by Japanese law"),
+    ],
+)
+def test_a_name_said_in_another_form_is_held(user, corpus, prompt, text):
+    ingest_agreements(corpus, 5, insured=2)
+    ingest_text(corpus, "tokyo.txt", f"Supply agreement. This agreement is {text}.\n")
+    report = report_start(user=user, corpus=corpus, prompt=prompt)
+    report_run(report_id=report.pk)
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.engine_state["absent_names"] == []
+    assert [step["sweep"] for step in stored.plan] == [True]
+    assert "None: no passage" not in stored.content
+
+
 def test_the_parts_of_a_request_beyond_the_breadth_are_named_not_dropped(user, corpus):
     # given a request of four parts, at shallow (breadth 3)
     ingest_agreements(corpus, 4, insured=2)
