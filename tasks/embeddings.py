@@ -28,18 +28,23 @@ def embed_corpus(corpus_id: int) -> int:
 def embed_pending_sweep() -> int:
     """Beat job: re-queue corpora that still have passages without vectors (a worker died,
     the embedding endpoint was down, or the model changed)."""
+    corpus_ids = corpora_pending_embedding()
+    for corpus_id in corpus_ids:
+        embed_corpus.delay(corpus_id)
+    return len(corpus_ids)
+
+
+def corpora_pending_embedding() -> list[int]:
+    """The corpora with passages the configured embedder has not embedded."""
     embedder = get_embedder()
     if embedder is None:
-        return 0
-    corpus_ids = list(
+        return []
+    return list(
         Passage.objects.exclude(embedding_model=embedder.name)
         .order_by()
         .values_list("corpus_id", flat=True)
         .distinct()
     )
-    for corpus_id in corpus_ids:
-        embed_corpus.delay(corpus_id)
-    return len(corpus_ids)
 
 
 class InProcessEmbeddingWorker:

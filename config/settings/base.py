@@ -43,6 +43,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "config.csp.ContentSecurityPolicyMiddleware",
+    # Without a broker: the beat's stall reaper and embed sweep, on the back of requests.
+    "tasks.inprocess.InProcessBeatMiddleware",
     # Last, as django-axes asks: answers a locked-out sign-in with 429.
     "axes.middleware.AxesMiddleware",
 ]
@@ -152,6 +154,9 @@ STATICFILES_DIRS = [BASE_DIR / "static"] + ([BASE_DIR / "assets"] if (BASE_DIR /
 # Unset broker = no services: tasks run in this process (tasks.research, tasks.embeddings),
 # never silently dropped.
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL")
+# Without a broker, the web process runs the beat's stall reaper and embed sweep itself, on the
+# back of its requests (tasks.inprocess); ignored with a broker, whose beat runs them.
+INPROCESS_BEAT = env_bool("INPROCESS_BEAT", True)
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or None
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True

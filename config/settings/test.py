@@ -7,6 +7,9 @@ SECRET_KEY = env_str("SECRET_KEY", "test-only-not-secret")
 DEBUG = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 CELERY_BROKER_URL = ""
+# No in-process beat behind the test client's requests, unless a test turns it on: a reaper or
+# embed sweep firing once a minute would act on other tests' rows.
+INPROCESS_BEAT = False
 # Dense retrieval is opted into by the tests that exercise it (it loads the model).
 EMBEDDING_BACKEND = "none"
 
