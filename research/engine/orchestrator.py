@@ -44,6 +44,7 @@ from research.engine.researcher import (
 )
 from research.engine.store import RunStore, SweepEvidence
 from research.engine.text import (
+    core_question,
     keywords,
     names_held_by_none,
     negated,
@@ -502,7 +503,9 @@ class Orchestration:
         questions: list[str] = []
         of = []
         for index in swept:
-            question = self.plan[index]["question"]
+            # Judged by what a document must say to answer it, not by its follow-ups' words
+            # ("..., and how long does each restriction last?").
+            question = core_question(self.plan[index]["question"])
             if question not in questions:
                 questions.append(question)
             of.append(questions.index(question))

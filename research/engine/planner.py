@@ -18,7 +18,7 @@ from research.engine.budget import BudgetExhausted
 from research.engine.intent import document_words
 from research.engine.prompts import PLANNER_INSTRUCTIONS, read_request, tool_returns
 from research.engine.store import RunStore
-from research.engine.text import content_words, keywords, plan_questions
+from research.engine.text import content_words, core_question, keywords, plan_questions
 
 QUESTION_MAX_CHARS = 500
 QUERIES_MAX = 4
@@ -108,31 +108,34 @@ def offline_planner(breadth: int) -> FunctionModel:
 
     def plan(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         questions = plan_questions(read_request(messages), breadth)
+        # Searched by what a document must say, not by a follow-up's words ("how long does each
+        # restriction last?"): those find any restriction, any "last".
+        cores = [core_question(q) for q in questions]
         returns = tool_returns(messages)
         if not returns:
             calls = [
                 ToolCallPart(
                     "search_passages", {"query": q, "top_k": FEEDBACK_PASSAGES}, tool_call_id=f"plan-{i}"
                 )
-                for i, q in enumerate(questions)
+                for i, q in enumerate(cores)
             ]
             return _respond(calls)
         results = {i: _results(returns.get(f"plan-{i}")) for i in range(len(questions))}
         if "plan-words" not in returns:
-            words = sorted({w for i, q in enumerate(questions) for w in candidate_terms(q, results[i])})
+            words = sorted({w for i, q in enumerate(cores) for w in candidate_terms(q, results[i])})
             if words:
                 return _respond(
                     [ToolCallPart("term_frequencies", {"words": words}, tool_call_id="plan-words")]
                 )
         rarity = returns.get("plan-words") if isinstance(returns.get("plan-words"), dict) else {}
         sub_questions = []
-        for i, question in enumerate(questions):
-            expansion = feedback_terms(question, results[i], rarity)
+        for i, (question, core) in enumerate(zip(questions, cores, strict=True)):
+            expansion = feedback_terms(core, results[i], rarity)
             # The words naming the documents ("which contracts") find every document alike.
-            naming = set(document_words(question))
-            base = " ".join(w for w in keywords(question).split() if w not in naming)
-            queries = [question]
-            if base and base != question:
+            naming = set(document_words(core))
+            base = " ".join(w for w in keywords(core).split() if w not in naming)
+            queries = [core]
+            if base and base != core:
                 queries.append(base)
             if expansion:
                 queries.append(" ".join([base, *expansion]).strip())

@@ -212,9 +212,15 @@ def request_segments(prompt: str) -> list[str]:
                 part = _LEADING_CONJUNCTION.sub("", part, count=1)
                 part = part[0].upper() + part[1:]
             if part:
-                part = _complete_ellipsis(previous, part)
-                segments.append(part)
-                previous = part
+                completed = _complete_ellipsis(previous, part)
+                if segments and completed == part and _follows_up(part):
+                    # "..., and how long does each restriction last?", "If so, what amount?":
+                    # asked of the question before it, not of the collection on its own.
+                    joined = segments[-1].rstrip(" ?.") + ", and " if position else segments[-1] + " "
+                    segments[-1] = previous = joined + (part[0].lower() + part[1:] if position else part)
+                    continue
+                segments.append(completed)
+                previous = completed
     return [_as_question(_asked(segment, led=led)) for segment in segments]
 
 
@@ -345,6 +351,41 @@ def without_words(text: str, phrase: str) -> str:
     dropped = {stem(w) for w in words(phrase) if w not in STOPWORDS}
     kept = [w for w in text.split() if stem(w.strip(".,;:?!").lower()) not in dropped]
     return " ".join(kept)
+
+
+# A question that only makes sense of the one before it: "If so, what amount?", one pointing
+# back at it ("how long does each restriction last?", "what do they require?"; not "it", most
+# often the document) with few words of its own, or a fragment ("what minimum amounts?").
+_FOLLOW_UP_OPENING = re.compile(r"^\W*(?:and\s+)?if\s+(?:so|yes|any|they\s+do|it\s+does)\b", re.IGNORECASE)
+_POINTING_BACK = re.compile(r"\b(?:each|such|they|them|their|this|that|these|those)\b", re.IGNORECASE)
+FOLLOW_UP_MAX_WORDS = 3
+FRAGMENT_MAX_WORDS = 3
+
+
+def _follows_up(part: str) -> bool:
+    if _FOLLOW_UP_OPENING.match(part):
+        return True
+    own = content_words(part)
+    if _POINTING_BACK.search(part) and len(own) <= FOLLOW_UP_MAX_WORDS:
+        return True
+    # "what minimum amounts?", "how long?"; not "... or can be terminated?", a second predicate
+    return bool(re.match(rf"(?:{_WH})\b", part, re.IGNORECASE)) and len(words(part)) <= FRAGMENT_MAX_WORDS
+
+
+def core_question(question: str) -> str:
+    """`question` without the follow-ups request_segments joined to it ("Which contracts have a
+    non-compete, and how long does each restriction last?" -> "Which contracts have a
+    non-compete?"): what a document must say to answer it, the words it is searched and judged
+    by; its quote then shows the rest ("... ending two years after the Closing Date")."""
+    sentences = re.split(r"(?<=\?)\s+", question.strip())
+    first = sentences[0]
+    if len(sentences) > 1 and not all(_follows_up(s.strip(" ?.")) for s in sentences[1:]):
+        return question
+    parts = _SECOND_QUESTION.split(first)
+    if len(parts) > 1 and all(_follows_up(p.strip(" ?.,")) for p in parts[1:]):
+        first = parts[0].rstrip(" ,;:")
+    core = first.rstrip(" ?.") + "?" if first.rstrip().endswith("?") or first != sentences[0] else first
+    return core if core != question else question
 
 
 def _complete_ellipsis(previous: str, part: str) -> str:

@@ -10,6 +10,7 @@ from research.engine.text import (
     Negated,
     best_sentences,
     claim_of,
+    core_question,
     headed_sentences,
     negated,
     plan_questions,
@@ -95,6 +96,21 @@ from research.engine.text import (
             "Tell me which contracts include a most favored nation clause",
             ["Which contracts include a most favored nation clause?"],
         ),
+        # a follow-up that only makes sense of the question before it is asked with it
+        (
+            "Which of these contracts have a non-compete, and how long does each restriction last?",
+            ["Which of these contracts have a non-compete, and how long does each restriction last?"],
+        ),
+        (
+            "Do any of these contracts have a liquidated damages clause? If so, what amount?",
+            ["Do any of these contracts have a liquidated damages clause? If so, what amount?"],
+        ),
+        (
+            "Which contracts require insurance, and what minimum amounts?",
+            ["Which contracts require insurance, and what minimum amounts?"],
+        ),
+        # a second question of its own is not ("it" is most often the document)
+        ("What is the term? What does it cost?", ["What is the term?", "What does it cost?"]),
         # a greeting before the lead-in says nothing either
         (
             "Hi, could you please look into which of these contracts cap liability?",
@@ -516,3 +532,27 @@ def test_deeper_presets_search_and_record_more():
     assert shallow.findings_per_direction < standard.findings_per_direction < deep.findings_per_direction
     assert shallow.rubric_iterations < standard.rubric_iterations < deep.rubric_iterations
     assert not standard.sweep_always and deep.sweep_always
+
+
+@pytest.mark.parametrize(
+    ("question", "core"),
+    [
+        (
+            "Which of these contracts have a non-compete, and how long does each restriction last?",
+            "Which of these contracts have a non-compete?",
+        ),
+        (
+            "Do any of these contracts have a liquidated damages clause? If so, what amount?",
+            "Do any of these contracts have a liquidated damages clause?",
+        ),
+        # a question with no follow-up, or a second predicate of the same documents, is its own core
+        ("Which contracts cap liability?", "Which contracts cap liability?"),
+        (
+            "Which of these agreements limit liability or can be terminated?",
+            "Which of these agreements limit liability or can be terminated?",
+        ),
+        ("What is the term? What does it cost?", "What is the term? What does it cost?"),
+    ],
+)
+def test_a_question_is_searched_and_judged_without_its_follow_ups(question, core):
+    assert core_question(question) == core
