@@ -67,8 +67,12 @@ def corpus_detail(request: HttpRequest, corpus_id: int) -> HttpResponse:
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def corpus_upload(request: HttpRequest, corpus_id: int) -> HttpResponse:
+    if request.method == "GET":
+        # The form's address opened (signing in again after the session ended sends the user
+        # back to it, as does Enter in the address bar after an upload): the corpus page.
+        return redirect("corpora:detail", corpus_id=corpus_id)
     corpus = _manageable(request, corpus_id)
     # The declared size is checked before the body is read (request.FILES reads it).
     declared = request.META.get("CONTENT_LENGTH") or ""

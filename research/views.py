@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.cache import add_never_cache_headers
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from config.exceptions import ApplicationError
 from config.ratelimit import rate, rate_limit_hit
@@ -181,10 +181,13 @@ def _elapsed(report) -> float | None:
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 def report_new(request: HttpRequest, corpus_id: int) -> HttpResponse:
     """The start-research form of a corpus page: prompt, depth, rubric, an optional subset of
-    the corpus's documents. A corpus shared with the user can be researched too."""
+    the corpus's documents. A corpus shared with the user can be researched too. Opened (as
+    signing in again after the session ended does), the corpus page with the form."""
+    if request.method == "GET":
+        return redirect("corpora:detail", corpus_id=corpus_id)
     try:
         corpus = corpus_get_for_user(user=request.user, corpus_id=corpus_id)
     except CorpusNotFound as exc:

@@ -265,3 +265,23 @@ def test_only_the_creator_manages(user, other_user):
     assert corpus.name == "Contracts" and corpus_shared_with(corpus=corpus) == ["bob"]
     page = bob.get(reverse("corpora:detail", args=[corpus.pk])).content.decode()
     assert "Delete this corpus" not in page and "Share with" not in page
+
+
+@pytest.mark.parametrize("name", ["research:report-new", "corpora:upload"])
+def test_signing_in_again_to_a_forms_address_opens_the_corpus_page(user, corpus, name):
+    # given a form posted after the session ended, sent to sign in with it as `next`
+    user.set_password("pw-for-the-test-123")
+    user.save()
+    address = reverse(name, args=[corpus.pk])
+    anonymous = Client()
+    assert anonymous.post(address)["Location"] == f"{reverse('login')}?next={address}"
+    # when the user signs in, and is sent back to it (a GET)
+    response = anonymous.post(
+        f"{reverse('login')}?next={address}",
+        {"username": user.username, "password": "pw-for-the-test-123", "next": address},
+        follow=True,
+    )
+    # then the corpus page opens, not an empty 405
+    assert response.status_code == 200
+    assert response.redirect_chain[-1][0] == reverse("corpora:detail", args=[corpus.pk])
+    assert f'action="/corpora/{corpus.pk}/upload/"' in response.content.decode()
