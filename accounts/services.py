@@ -138,6 +138,10 @@ class PasswordInvalid(AccountError):
     code = "password_invalid"
 
 
+class UsernameInvalid(AccountError):
+    code = "username_invalid"
+
+
 class UserNotFound(AccountError):
     code = "user_not_found"
 
@@ -147,9 +151,15 @@ def user_create(*, username: str, password: str, email: str = "") -> AbstractBas
     password validators."""
     user_model = get_user_model()
     username = (username or "").strip()
-    if not username or user_model.objects.filter(username=username).exists():
-        raise UsernameTaken(f"the username {username!r} is empty or taken", field="username")
     candidate = user_model(username=username, email=email)
+    try:
+        # The model's own rules: at most 150 characters of letters, digits and @ . + - _.
+        candidate.clean_fields(exclude=["password"])
+    except ValidationError as error:
+        problems = error.message_dict.get("username") or error.message_dict.get("email") or error.messages
+        raise UsernameInvalid(" ".join(problems), field="username") from error
+    if user_model.objects.filter(username=username).exists():
+        raise UsernameTaken(f"the username {username!r} is taken", field="username")
     try:
         validate_password(password, user=candidate)
     except ValidationError as error:

@@ -1,6 +1,11 @@
 """The account commands a first run and an operator use: createuser, createapitoken, localaccount."""
 
+import os
+import subprocess
+import sys
+
 import pytest
+from django.conf import settings
 from django.contrib.auth import authenticate, get_user_model
 from django.core.management import CommandError, call_command
 from django.test import RequestFactory
@@ -44,6 +49,41 @@ def test_createuser_refuses_a_taken_username(user, monkeypatch):
     with pytest.raises(CommandError) as error:
         call_command("createuser", "alice", "--password-env", "NEW_PASSWORD")
     assert str(error.value).startswith("[user_exists]")
+
+
+@pytest.mark.parametrize(
+    ("username", "message"),
+    [
+        ("bad name!", "[username_invalid] Enter a valid username."),
+        ("x" * 200, "[username_invalid] Ensure this value has at most 150 characters (it has 200)."),
+        ("   ", "[username_invalid] This field cannot be blank."),
+    ],
+    ids=["characters", "too-long", "blank"],
+)
+def test_createuser_refuses_a_username_the_account_model_refuses(monkeypatch, username, message):
+    monkeypatch.setenv("NEW_PASSWORD", "a long enough passphrase 42")
+    with pytest.raises(CommandError) as error:
+        call_command("createuser", username, "--password-env", "NEW_PASSWORD")
+    assert str(error.value).startswith(message)
+    assert not get_user_model().objects.exists()
+
+
+def test_createuser_without_a_terminal_says_how_to_give_the_password():
+    # a real process with nothing on stdin, as in a script or `docker compose run -T`
+    done = subprocess.run(
+        [sys.executable, "manage.py", "createuser", "carol"],
+        cwd=settings.BASE_DIR,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.test"},
+    )
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert done.stderr.strip().endswith(
+        "CommandError: [password_invalid] no password given: run it in a terminal, or pass --password-env VAR"
+    )
 
 
 def test_createapitoken_prints_a_working_token_once(user, capsys):

@@ -32,7 +32,13 @@ class Command(BaseCommand):
             if not password:
                 raise CommandError(f"[password_invalid] ${variable} is empty or not set")
             return password
-        first = getpass.getpass("Password: ")
-        if first != getpass.getpass("Password (again): "):
+        try:
+            first = getpass.getpass("Password: ")
+            again = getpass.getpass("Password (again): ")
+        except EOFError as error:  # no terminal to ask on (a script, `docker compose run -T`)
+            raise CommandError(
+                "[password_invalid] no password given: run it in a terminal, or pass --password-env VAR"
+            ) from error
+        if first != again:
             raise CommandError("[password_invalid] the two passwords differ")
         return first
