@@ -200,3 +200,11 @@ def test_commands_with_the_bundled_model_print_no_library_noise(tmp_path):
     assert ingest.returncode == 0, ingest.stderr
     assert "loss_type" not in ingest.stderr and "transformers" not in ingest.stderr
     assert json.loads(ingest.stdout.splitlines()[-1])["embedding"] == "complete"
+
+
+@pytest.mark.django_db
+def test_ingest_of_nothing_that_exists_creates_no_corpus(tmp_path):
+    with pytest.raises(CommandError) as error:
+        call_command("ingest", str(tmp_path / "typo.txt"), "--corpus", "QA ingest")
+    assert str(error.value) == f"[file_not_found] no such file or folder: {tmp_path / 'typo.txt'}"
+    assert not Corpus.objects.filter(name="QA ingest").exists()

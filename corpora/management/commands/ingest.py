@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from django.conf import settings
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from config.exceptions import ApplicationError
@@ -37,9 +37,12 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         started = time.perf_counter()
+        files, missing = _collect(options["paths"])
+        if missing and not files:
+            # Nothing to ingest (a mistyped path): no corpus is created for it.
+            raise CommandError(f"[file_not_found] no such file or folder: {', '.join(map(str, missing))}")
         user = cli_user_ensure(username=options["user"])
         corpus = self._corpus(user, options["corpus"])
-        files, missing = _collect(options["paths"])
         for path in missing:
             self.stderr.write(f"not found: {path}")
 
