@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 DEMO_CORPUS := Northwind demo
+# `make serve PORT=8101` when 8000 is taken.
+PORT ?= 8000
 
 .PHONY: install test test-postgres test-pgvector lint image-check demo serve bench clean
 
@@ -57,8 +59,8 @@ demo: install
 
 serve: install
 	$(BIN)/python manage.py migrate --noinput -v 0
-	$(BIN)/python manage.py localaccount
-	$(BIN)/python manage.py runserver 127.0.0.1:8000
+	$(BIN)/python manage.py localaccount --base-url http://127.0.0.1:$(PORT)
+	$(BIN)/python manage.py runserver 127.0.0.1:$(PORT)
 
 bench: install
 	$(BIN)/python bench/retrieval.py

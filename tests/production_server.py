@@ -60,7 +60,7 @@ def production_server(workdir: Path, **settings: str) -> Iterator[Server]:
     env = {
         **os.environ,
         "DJANGO_SETTINGS_MODULE": "config.settings.production",
-        "SECRET_KEY": "test-only-production-secret-key-0123456789abcdef",
+        "SECRET_KEY": "test-only-production-secret-key-0123456789abcdefghijklmnop",
         "DATABASE_URL": f"sqlite:///{workdir / 'db.sqlite3'}",
         "STATIC_ROOT": str(workdir / "static"),
         "CELERY_BROKER_URL": "",

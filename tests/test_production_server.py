@@ -2,9 +2,13 @@
 files collected and served by WhiteNoise, /healthz, and the login page (its template found)."""
 
 import json
+import os
 import re
+import subprocess
+import sys
 
 import pytest
+from django.conf import settings
 
 from config.graphql.assets import ASSETS
 from tests.production_server import get as _get
@@ -67,3 +71,26 @@ def test_graphiql_loads_its_files_from_the_app_not_a_cdn(graphiql_server):
     for path in files:
         status, body, _headers = _get(graphiql_server + path.decode())
         assert status == 200 and body, path
+
+
+@pytest.mark.parametrize(
+    ("key", "starts"),
+    [
+        ("x" * 60, False),  # one character repeated
+        ("REPLACE_ME_with_50_random_chars", False),  # the example file's placeholder
+        ("test-only-production-secret-key-0123456789abcdef", False),  # 48: check --deploy's W009
+        ("test-only-production-secret-key-0123456789abcdefghijklmnop", True),
+    ],
+)
+def test_production_settings_take_only_a_key_check_deploy_accepts(key, starts):
+    done = subprocess.run(
+        [sys.executable, "-c", "import django; django.setup()"],
+        cwd=settings.BASE_DIR,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.production", "SECRET_KEY": key},
+    )
+    assert (done.returncode == 0) is starts, done.stderr
+    if not starts:
+        assert "SECRET_KEY must be set to at least 50 random characters" in done.stderr
