@@ -526,7 +526,17 @@ def _brief(by_index: dict[int, _Question], titles: Mapping[int, str]) -> list[st
     findings = [f for item in by_index.values() for f in item.findings]
     if not findings:
         return ["## Answer", "", "No passage retrieved in this run answers the question.", ""]
-    return ["## Answer", "", *[f"- {_cite(f)} (*{_title(titles, f)}*)" for f in findings], ""]
+    lines = ["## Answer", "", *[f"- {_cite(f)} (*{_title(titles, f)}*)" for f in findings], ""]
+    in_scope = max((item.summary.documents_in_scope for item in by_index.values()), default=0)
+    quoted = len({f["document_id"] for f in findings})
+    if in_scope > quoted:
+        # The fast path reads one search's best passages: the other documents were not examined.
+        lines += [
+            f"*From the best passages of one search, in {quoted} of the {in_scope} documents in scope; the "
+            "others were not examined. Ask which of the documents say it to have each one examined.*",
+            "",
+        ]
+    return lines
 
 
 def _gaps(

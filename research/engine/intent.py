@@ -100,14 +100,19 @@ def names_the_collection(text: str) -> bool:
 def is_collection_question(text: str, *, documents: int = 0) -> bool:
     """Whether `text` asks about the documents of the collection rather than one fact: it says
     so ("these agreements", "each contract", "list the contracts that ...", "how do they
-    differ"), or it is a question, a request ("summarize the termination provisions") or a
-    request for research ("please research governing law and liability caps") put to a
+    differ"), or it is a question (a topic with a question mark, "non-solicit?", too), a
+    request ("summarize the termination provisions") or a request for research ("please
+    research governing law and liability caps") put to a
     collection of at least RESEARCH_COLLECTION_MIN_DOCUMENTS documents, which no one passage
     can answer for all of them."""
     if names_the_collection(text):
         return True
     return documents >= settings.RESEARCH_COLLECTION_MIN_DOCUMENTS and bool(
-        _INTERROGATIVE.search(text) or _REQUEST_OPENING.match(text) or _RESEARCH_REQUEST.search(text)
+        _INTERROGATIVE.search(text)
+        or _REQUEST_OPENING.match(text)
+        or _RESEARCH_REQUEST.search(text)
+        # "non-solicit?": a topic asked as a question, of every document
+        or "?" in text
     )
 
 

@@ -204,6 +204,28 @@ def test_a_question_asked_in_the_negative_that_no_document_addresses_lists_them_
     assert "## Gaps" not in report
 
 
+def test_a_brief_answer_says_which_documents_it_did_not_examine():
+    # given a fast-path answer quoting 3 documents of the 40 in scope
+    question = QuestionSummary(index=0, question=RETURN_QUESTION, documents_in_scope=40)
+    report = compose_report(
+        title="NDA review", questions=[question], findings=SWEEP_FINDINGS, document_titles=TITLES, brief=True
+    )
+    # then it says the other 37 were not examined
+    assert _section(report, "## Answer")[-1] == (
+        "*From the best passages of one search, in 3 of the 40 documents in scope; the others were not "
+        "examined. Ask which of the documents say it to have each one examined.*"
+    )
+    # and an answer from every document in scope says nothing of the kind
+    whole = compose_report(
+        title="NDA review",
+        questions=[QuestionSummary(index=0, question=RETURN_QUESTION, documents_in_scope=3)],
+        findings=SWEEP_FINDINGS,
+        document_titles=TITLES,
+        brief=True,
+    )
+    assert "were not examined" not in whole
+
+
 def test_brief_report_is_the_answer_and_the_gaps():
     # given
     questions = [_swept(), QuestionSummary(index=1, question=SOLICIT_QUESTION)]

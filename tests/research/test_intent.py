@@ -103,6 +103,12 @@ def test_a_topic_is_not_a_collection_question_however_many_documents():
     assert is_collection_question("confidentiality obligations", documents=500) is False
 
 
+def test_a_topic_asked_as_a_question_is_a_collection_question_from_the_minimum_documents(settings):
+    settings.RESEARCH_COLLECTION_MIN_DOCUMENTS = 5
+    assert is_collection_question("non-solicit?", documents=4) is False
+    assert is_collection_question("non-solicit?", documents=61) is True
+
+
 def test_a_request_for_research_is_about_the_collection_from_the_minimum_documents(settings):
     # given a collection is 5 documents or more, and a request naming topics, not asking
     settings.RESEARCH_COLLECTION_MIN_DOCUMENTS = 5
