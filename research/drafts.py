@@ -3,7 +3,8 @@ and what a run cut short (budget, time, cancel, failure) renders instead of losi
 Every statement is a recorded finding's claim or a count of findings, cited to the findings as
 `<cite findings="...">`; the citations renderer turns them into footnotes."""
 
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +26,9 @@ GAP_TITLES = 25
 # A per-document table's evidence cell: the claim's first words, so a row reads at a glance.
 CELL_WORDS = 30
 CELL_LEAD_WORDS = 5
+# What a word giving the value a question asks for (an amount, a duration, a law's place) weighs
+# in choosing a cell's words, against a word of the question.
+VALUE_WEIGHT = 2.0
 ORIGIN_SWEEP = "sweep"
 
 
@@ -602,14 +606,66 @@ def _shortened(claim: str, about: str = "") -> str:
         return claim
     terms = _question_terms(about)
     said = [bool(terms & set(content_words(word))) for word in words]
+    # A question asking for a value ("how long ...", "what amount ...", "which state's law ...")
+    # is answered by the numbers, durations and (for a law or a place) names: they count too,
+    # so that "... shall survive for a period of 3 (three) years" keeps its "3 (three) years".
+    # They weigh VALUE_WEIGHT question words each: the value is the answer.
+    asks = _asked_value(about)
+    weight = [
+        float(s) + (VALUE_WEIGHT if asks is not None and asks(word) else 0.0)
+        for s, word in zip(said, words, strict=True)
+    ]
     windows = range(len(words) - CELL_WORDS + 1)
-    best = max(windows, key=lambda i: (sum(said[i : i + CELL_WORDS]), -i))
+    best = max(windows, key=lambda i: (sum(weight[i : i + CELL_WORDS]), -i))
     # Opened a few words before the first word of the question it holds, so that what follows
     # that word ("governed by the laws of ... Florida") stays in.
-    first = next((i for i in range(best, best + CELL_WORDS) if said[i]), best)
+    first = next((i for i in range(best, best + CELL_WORDS) if weight[i]), best)
     start = max(0, min(len(words) - CELL_WORDS, first - CELL_LEAD_WORDS))
     shown = " ".join(words[start : start + CELL_WORDS]).rstrip(",;:")
     return ("\u2026 " if start else "") + shown + (" \u2026" if start + CELL_WORDS < len(words) else "")
+
+
+_ASKS_AMOUNT = re.compile(
+    r"\b(?:how\s+(?:long|much|many|soon|often)|when|amounts?|durations?|periods?|terms?\s+of|"
+    r"what\s+(?:is\s+the\s+|are\s+the\s+)?(?:amount|cap|limit|fee|price|rate|percentage|notice|period|"
+    r"duration|term|deadline|minimum|maximum))\b",
+    re.IGNORECASE,
+)
+_ASKS_PLACE = re.compile(
+    r"\b(?:which|what)\s+(?:state|country|jurisdiction|law|laws|court|courts|venue|province)\b|"
+    r"\bgoverning\s+law\b|\bgoverns?\b",
+    re.IGNORECASE,
+)
+_NUMBER_WORDS = (
+    "one two three four five six seven eight nine ten eleven twelve fifteen twenty thirty forty "
+    "fifty sixty ninety hundred thousand million billion half days day months month years year "
+    "weeks week business calendar percent"
+)
+_AMOUNT = rf"[(\[]?[$€£]?\d[\d,.%)]*|\(?(?:{'|'.join(_NUMBER_WORDS.split())})\b"
+
+
+_AMOUNT_WORD = re.compile(_AMOUNT, re.IGNORECASE)
+_NAME_WORD = re.compile(r"[A-Z][a-z]+")
+# Capitalised words every contract uses, which name no law or place.
+_DEFINED_TERMS = frozenset(
+    "this the that these such each any all agreement agreements party parties company section "
+    "confidential information receiving disclosing recipient discloser effective date term "
+    "state laws law courts court".split()
+)
+
+
+def _asked_value(question: str) -> Callable[[str], bool] | None:
+    """Whether a word of a quote says the value `question` asks for: an amount or a duration,
+    or also a capitalised name where it asks for a law, place or court; None where it asks for
+    no value."""
+    if _ASKS_PLACE.search(question):
+        return lambda word: bool(
+            _AMOUNT_WORD.match(word)
+            or (_NAME_WORD.match(word) and word.strip(".,;:()").lower() not in _DEFINED_TERMS)
+        )
+    if _ASKS_AMOUNT.search(question):
+        return lambda word: bool(_AMOUNT_WORD.match(word))
+    return None
 
 
 def _cite_ids(ids: Sequence[int], text: str) -> str:

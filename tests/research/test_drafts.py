@@ -2,6 +2,8 @@
 
 import re
 
+import pytest
+
 from research.citations import CitablePassage, citations_render
 from research.drafts import (
     Position,
@@ -723,6 +725,39 @@ def test_a_long_claim_shows_in_the_table_the_words_that_answer_the_question():
     [row] = [line for line in _section(report, f"## Documents: {question}") if line.startswith("| Alpha")]
     assert '| <cite findings="1">\u2026 ' in row and "governed by the laws of Germany" in row
     assert row.endswith("conflicts.</cite> |")
+
+
+@pytest.mark.parametrize(
+    ("question", "claim", "kept"),
+    [
+        (
+            "How long do the confidentiality obligations last under each NDA?",
+            "The Recipient agrees that the obligations of confidentiality and non-use set out in this "
+            "Agreement shall remain in force during the term of this Agreement and the Confidential "
+            "Information shall survive for a period of 3 (three) years following the termination or "
+            "expiry of this Agreement for any reason whatsoever.",
+            "for a period of 3 (three) years",
+        ),
+        (
+            "What are the liability cap amounts in each contract?",
+            "IN NO EVENT SHALL EITHER PARTY BE LIABLE FOR ANY INDIRECT DAMAGES AND EACH PARTY S TOTAL "
+            "LIABILITY UNDER THIS AGREEMENT SHALL NOT EXCEED THE FEES PAID DURING THE TWELVE MONTHS "
+            "PRECEDING THE CLAIM, BEING IN NO CASE MORE THAN 500,000 DOLLARS IN TOTAL FOR ALL CLAIMS",
+            "MORE THAN 500,000 DOLLARS",
+        ),
+    ],
+)
+def test_a_question_asking_for_a_value_keeps_it_in_the_table(question, claim, kept):
+    # given a quote whose words naming the question come first and its value last
+    report = compose_report(
+        title="NDA review",
+        questions=[_swept(question=question, documents_examined=1, not_addressing=[], addressing=[1])],
+        findings=[_finding(1, claim, document_id=1)],
+        document_titles=TITLES,
+    )
+    # then the cell keeps the value, not only the question's words
+    [row] = [line for line in _section(report, f"## Documents: {question}") if line.startswith("| Alpha")]
+    assert kept in row
 
 
 def test_two_documents_of_one_title_are_both_listed_without_it():
