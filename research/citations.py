@@ -515,16 +515,17 @@ def _attributes(raw: str) -> dict[str, str]:
 
 # What would make one line of corpus text markup: a tag's or comment's "<", an entity's "&",
 # a link's, footnote's or reference's bracket, and the backslash that could undo an escape.
-_INLINE_MARKUP = re.compile(r"<(?=[A-Za-z/!?])|&(?=#?\w+;)|[\[\]\\]")
+_INLINE_MARKUP = re.compile(r"<(?=[A-Za-z/!?])|&(?=#?\w+;)|[\[\]\\`]")
 _INLINE_ESCAPES = {"<": "&lt;", "&": "&amp;"}
 
 
 def markdown_inline(text: str) -> str:
     """Corpus or model text shown on one line of Markdown (the Sources block, an export's
-    findings): it must not open markup, footnotes or tags of its own. Brackets and backslashes
-    get Markdown's backslash escape and only a "<" or "&" that would open a tag or an entity
-    becomes one, so a contract's "$[***]" or "A & B" still reads as written in a terminal or
-    an exported file, and renders as written."""
+    findings): it must not open markup, footnotes or tags of its own. Brackets, backslashes
+    and backticks get Markdown's backslash escape and only a "<" or "&" that would open a tag or
+    an entity becomes one, so a contract's "$[***]" or "A & B" still reads as written in a
+    terminal or an exported file, and renders as written. A backtick opens no code span: inside
+    one the other escapes would show as typed ("`POST /corpora/&lt;id>`")."""
     text = " ".join(text.split())
     return _INLINE_MARKUP.sub(lambda m: _INLINE_ESCAPES.get(m.group(), "\\" + m.group()), text)
 

@@ -80,14 +80,20 @@ def report_body_html(report: ResearchReport) -> str:
     return markdown_html(body, markers=lambda escaped: _MARKER.sub(marker, escaped))
 
 
+_LESS_THAN = "\ue000"  # a private-use character: no text means anything by it
+
+
 def markdown_html(text: str, *, markers: Callable[[str], str] | None = None) -> str:
     """Markdown from a model or a document as safe HTML. Markup in the text (a document's "<b>",
     a model's tags) is shown as text, never parsed: only markdown (and, through `markers`, our
     own footnote links) becomes HTML, and nh3 keeps only the tags and URL schemes allowed."""
-    escaped = text.replace("<", "&lt;")
+    # Every "<" of the text stands in as a character Markdown leaves alone and comes back as
+    # "&lt;": a "&lt;" in its place would show as typed inside a code span ("`POST /corpora/<id>`"
+    # read "&lt;id>"), where Markdown escapes what it holds.
+    escaped = text.replace(_LESS_THAN, "").replace("<", _LESS_THAN)
     if markers is not None:
         escaped = markers(escaped)
-    rendered = markdown.markdown(escaped, extensions=["tables", "sane_lists"])
+    rendered = markdown.markdown(escaped, extensions=["tables", "sane_lists"]).replace(_LESS_THAN, "&lt;")
     return nh3.clean(
         rendered,
         tags=_ALLOWED_TAGS,

@@ -284,7 +284,13 @@ def test_sources_block_escapes_markup_in_corpus_text():
 
 @pytest.mark.parametrize(
     "text",
-    ["Fees of $[***] for each occurrence", "Organic Preparations INC. & Agape", r"C:\\contracts [v2] < 3"],
+    [
+        "Fees of $[***] for each occurrence",
+        "Organic Preparations INC. & Agape",
+        r"C:\\contracts [v2] < 3",
+        # a code span would show the other escapes as typed ("&lt;id>")
+        "Upload with `POST /api/corpora/<id>/documents` and `[x]`",
+    ],
 )
 def test_inline_corpus_text_reads_and_renders_as_written(text):
     # given a contract's redaction brackets, an ampersand, a backslash, a "<" that opens no tag
@@ -293,6 +299,24 @@ def test_inline_corpus_text_reads_and_renders_as_written(text):
     # then the Markdown line holds no entity to read around, and renders as the text again
     assert "&#" not in line and "&amp;" not in line
     assert html.unescape(re.sub(r"</?p>", "", markdown_html(line))) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        # a code span shows its "<" as "<", not as the "&lt;" it was escaped to
+        (
+            "Upload with `POST /api/corpora/<id>/documents`.",
+            "<code>POST /api/corpora/&lt;id&gt;/documents</code>",
+        ),
+        # markup outside one is still text, never a tag
+        ("A <b>bold</b> <script>alert(1)</script> claim", "A &lt;b&gt;bold&lt;/b&gt; &lt;script&gt;alert(1)"),
+        # a private-use character in the text does not become "<"
+        ("odd \ue000b> text", "odd b&gt; text"),
+    ],
+)
+def test_report_markdown_shows_markup_as_text_in_and_out_of_code_spans(text, shown):
+    assert shown in markdown_html(text)
 
 
 # --- Guards: ids ----------------------------------------------------------------------------
