@@ -65,6 +65,21 @@ def rate_limit_hit(*, scope: str, key: str, rate: Rate | None, amount: int = 1) 
         raise RateLimited(retry_after=max(1, math.ceil(rate.seconds - now % rate.seconds)))
 
 
+def rate_limit_refund(*, scope: str, key: str, rate: Rate | None, amount: int = 1) -> None:
+    """Give back `amount` counted against `key` in `scope` in this window: a request counted at
+    the door and then refused (a research start with an empty prompt) spends no rate."""
+    if rate is None or amount <= 0:
+        return
+    name = f"ratelimit:{scope}:{key}:{int(time.time() // rate.seconds)}"
+    try:
+        if (cache.get(name) or 0) >= amount:
+            cache.decr(name, amount)
+    except ValueError:  # the window ended meanwhile: nothing left to give back
+        return
+    except Exception:  # an unreachable cache must not fail the request
+        logger.warning("rate limit cache unavailable; %s not refunded", scope, exc_info=True)
+
+
 def rate(name: str) -> Rate | None:
     """The configured rate called `name` in settings.RATE_LIMITS."""
     return Rate.parse(settings.RATE_LIMITS.get(name, ""))

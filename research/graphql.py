@@ -11,6 +11,7 @@ from config.graphql.corpora import readable_corpus
 from config.graphql.errors import BaseMutation, require_user
 from config.graphql.ids import decode_id, decode_ids, encode_id
 from config.graphql.pagination import BoundedConnectionField
+from config.ratelimit import rate, rate_limit_refund
 from corpora.graphql import CorpusNode, PassageNode, corpora_with_counts
 from corpora.models import Passage
 from research.constants import DEPTH_PRESETS
@@ -300,7 +301,23 @@ class ResearchQuery(graphene.ObjectType):
         return queryset
 
 
-class StartResearchReport(BaseMutation):
+class _ResearchStart(BaseMutation):
+    """A mutation that starts a run: the view counts it against the research rate before it
+    runs; refused (an empty prompt, a corpus not found, a run already going), it is given back."""
+
+    class Meta:
+        abstract = True
+
+    @classmethod
+    def mutate(cls, root, info, **data):
+        payload = super().mutate(root, info, **data)
+        user = info.context.user
+        if payload.errors and user.is_authenticated:
+            rate_limit_refund(scope="research", key=f"user:{user.pk}", rate=rate("research"))
+        return payload
+
+
+class StartResearchReport(_ResearchStart):
     report = graphene.Field(ResearchReportNode)
 
     class Arguments:
@@ -366,7 +383,7 @@ class CancelResearchReport(BaseMutation):
         return {"report": report if report.creator_id == user.pk else None, "status": status}
 
 
-class ResumeResearchReport(BaseMutation):
+class ResumeResearchReport(_ResearchStart):
     report = graphene.Field(ResearchReportNode)
 
     class Arguments:

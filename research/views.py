@@ -14,7 +14,7 @@ from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from config.exceptions import ApplicationError
-from config.ratelimit import rate, rate_limit_hit
+from config.ratelimit import RateLimited, rate, rate_limit_hit, rate_limit_refund
 from corpora.exceptions import CorpusNotFound
 from corpora.selectors import corpus_get_for_user
 from research.exceptions import ReportFilterInvalid, ReportNotFound
@@ -160,6 +160,8 @@ def report_resume_view(request: HttpRequest, slug: str) -> HttpResponse:
         rate_limit_hit(scope="research", key=f"user:{request.user.pk}", rate=rate("research"))
         report_resume(user=request.user, report_id=report.pk)
     except ApplicationError as error:  # rate_limited among them
+        if not isinstance(error, RateLimited):  # refused: it spends no research rate
+            rate_limit_refund(scope="research", key=f"user:{request.user.pk}", rate=rate("research"))
         messages.error(request, f"{error.message} ({error.code})")
     else:
         messages.success(request, "Resumed from its findings.")
@@ -206,6 +208,8 @@ def report_new(request: HttpRequest, corpus_id: int) -> HttpResponse:
             document_ids=[int(c) for c in chosen] or None,
         )
     except ApplicationError as error:  # rate_limited among them
+        if not isinstance(error, RateLimited):  # refused: it spends no research rate
+            rate_limit_refund(scope="research", key=f"user:{request.user.pk}", rate=rate("research"))
         messages.error(request, f"{error.message} ({error.code})")
         # The corpus page fills the form in again with what was typed (research_form_pop).
         research_form_keep(request, corpus.pk, chosen)

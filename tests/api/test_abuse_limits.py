@@ -89,6 +89,23 @@ def test_a_mutation_the_schema_refuses_counts_against_no_rate(gql, user, limits)
     assert status == 200 and body["data"]["startResearchReport"]["errors"] == [], body
 
 
+def test_a_research_start_refused_by_its_checks_spends_no_research_rate(gql, user, limits):
+    # given a research rate of 2 a minute
+    limits(research="2/m", mutations="100/m")
+    corpus = corpus_create(creator=user, name="Contracts")
+    blank = START.replace('prompt: "Research liability"', 'prompt: "   "')
+    assert blank != START
+    # when ten starts are refused for their blank prompt
+    refused = [gql(blank, {"c": gid("Corpus", corpus.pk)}) for _ in range(10)]
+    assert {b["data"]["startResearchReport"]["errors"][0]["code"] for _, b in refused} == {"prompt_invalid"}
+    # then two valid starts still go through (on two corpora), and the third is limited
+    second = corpus_create(creator=user, name="Leases")
+    for room in (corpus, second):
+        status, body = gql(START, {"c": gid("Corpus", room.pk)})
+        assert status == 200 and body["data"]["startResearchReport"]["errors"] == [], body
+    limited(gql(START, {"c": gid("Corpus", corpus_create(creator=user, name="Deeds").pk)}))
+
+
 def test_research_starts_have_their_own_rate(gql, user, limits):
     limits(research="2/m", mutations="100/m")
     rooms = [corpus_create(creator=user, name=f"Room {i}") for i in range(3)]

@@ -152,6 +152,24 @@ def test_a_bad_start_is_said_on_the_corpus_page(browser, user, corpus, data, cod
     assert not ResearchReport.objects.exists()
 
 
+def test_a_start_refused_by_its_checks_spends_no_research_rate(browser, user, corpus, settings):
+    # given a research rate of one a minute
+    settings.RATE_LIMITS = {**settings.RATE_LIMITS, "research": "1/m"}
+    # when three starts are refused for their blank prompt
+    for _ in range(3):
+        response = browser.post(
+            reverse("research:report-new", args=[corpus.pk]), {"prompt": " "}, follow=True
+        )
+        assert "prompt_invalid" in response.content.decode()
+    # then a valid start still goes through, and the next is limited
+    browser.post(reverse("research:report-new", args=[corpus.pk]), {"prompt": "What law governs?"})
+    assert ResearchReport.objects.count() == 1
+    response = browser.post(
+        reverse("research:report-new", args=[corpus.pk]), {"prompt": "Again?"}, follow=True
+    )
+    assert "rate_limited" in response.content.decode()
+
+
 def test_a_refused_start_fills_the_form_in_again_with_what_was_typed(browser, user, corpus):
     # given a corpus with documents, and a start whose rubric is too long
     acme, _initech = ingest_samples(corpus)
