@@ -295,7 +295,8 @@ def document_ingest(
         if existing is None:
             raise
         return _already_ingested(existing)
-    return IngestResult(document, True, len(spans), f"ingested {filename!r}: {len(spans)} passages")
+    noun = "passage" if len(spans) == 1 else "passages"
+    return IngestResult(document, True, len(spans), f"ingested {filename!r}: {len(spans)} {noun}")
 
 
 def _too_large(filename: str, size: int) -> str:

@@ -213,3 +213,9 @@ def test_unreadable_paths_are_an_ingest_error(corpus, tmp_path, name):
 
     assert error.value.code == "unreadable_file"
     assert Document.objects.count() == 0
+
+
+@pytest.mark.django_db
+def test_the_ingest_message_counts_one_passage_in_the_singular(corpus):
+    one = document_ingest(corpus=corpus, content=b"A short note.\n", filename="note.txt")
+    assert (one.passages, one.message) == (1, "ingested 'note.txt': 1 passage")
