@@ -5,6 +5,7 @@ passages as a short answer with numbered citations."""
 
 import re
 
+from django.urls import reverse
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -19,6 +20,7 @@ from rapidfuzz.distance import DamerauLevenshtein
 
 from corpora.retrieval.spelling import MIN_LENGTH, is_english
 from llms.prompts import CHAT_MESSAGE_TAG, unwrap
+from research.citations import markdown_literal
 from research.engine.text import best_sentences
 
 OFFLINE_CHAT_MODEL_NAME = "deepcite-offline-chat"
@@ -112,7 +114,11 @@ def _answer(question: str, found: object) -> str:
     lines = ["From the corpus:", ""]
     lines += [f"- {' '.join(s.text.split())} [{i}]" for i, s in enumerate(chosen, start=1)]
     lines += ["", "Sources:"]
-    lines += [f"[{i}] {s.document_title}, passage {s.passage_id}" for i, s in enumerate(chosen, start=1)]
+    # Each source opens its passage, highlighted in its document (corpora:passage).
+    lines += [
+        f"[{i}] [{markdown_literal(s.document_title)}]({reverse('corpora:passage', args=[s.passage_id])})"
+        for i, s in enumerate(chosen, start=1)
+    ]
     return "\n".join(lines)
 
 

@@ -14,6 +14,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.defaultfilters import pluralize
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from config.exceptions import ApplicationError
@@ -22,7 +23,7 @@ from corpora.constants import UPLOAD_FIELD
 from corpora.exceptions import CorpusHasReports, CorpusNotFound, CorpusPermissionDenied, DocumentNotFound
 from corpora.extraction import SUPPORTED_SUFFIXES
 from corpora.highlight import parse_mark, passage_marked_html
-from corpora.models import Corpus
+from corpora.models import Corpus, Passage
 from corpora.selectors import (
     corpus_get_for_creator,
     corpus_get_for_user,
@@ -112,6 +113,19 @@ def document_remove(request: HttpRequest, corpus_id: int, document_id: int) -> H
     else:
         messages.success(request, f"Deleted “{document.title}” and its passages.")
     return redirect("corpora:detail", corpus_id=corpus.pk)
+
+
+@login_required
+@require_http_methods(["GET"])
+def passage_open(request: HttpRequest, passage_id: int) -> HttpResponse:
+    """A passage by its id alone (a chat answer's source, "passage 617" of an export): its
+    document's view at that passage, highlighted. Whoever may read the corpus; 404 otherwise."""
+    found = Passage.objects.filter(pk=passage_id).values_list("corpus_id", "document_id").first()
+    if found is None:
+        raise Http404("passage not found")
+    corpus = _readable(request, found[0])
+    address = reverse("corpora:document", args=[corpus.pk, found[1]])
+    return redirect(f"{address}?passage={passage_id}#passage-{passage_id}")
 
 
 @login_required

@@ -9,6 +9,7 @@ from corpora.pages import (
     corpus_upload,
     document_detail,
     document_remove,
+    passage_open,
 )
 
 app_name = "corpora"
@@ -21,4 +22,5 @@ urlpatterns = [
     path("<int:corpus_id>/delete/", corpus_delete_page, name="delete"),
     path("<int:corpus_id>/documents/<int:document_id>/", document_detail, name="document"),
     path("<int:corpus_id>/documents/<int:document_id>/delete/", document_remove, name="document-delete"),
+    path("passages/<int:passage_id>/", passage_open, name="passage"),
 ]

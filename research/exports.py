@@ -116,6 +116,6 @@ def _findings_so_far(report: ResearchReport) -> str:
         document = markdown_inline(finding["document_title"] or f"document {finding['document_id']}")
         lines.append(
             f"{finding['id']}. {markdown_inline(finding['claim'])} *{document}*, "
-            f'passage {finding["passage_id"]}: "{markdown_inline(finding["quote"])}"'
+            f'passage id {finding["passage_id"]}: "{markdown_inline(finding["quote"])}"'
         )
     return "\n".join(lines)

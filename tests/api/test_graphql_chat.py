@@ -8,6 +8,7 @@ import pytest
 
 from conversations.models import ChatMessage, Conversation, MessageRole
 from conversations.offline import is_research_request
+from corpora.models import Passage
 from research.engine.run import report_run
 from research.models import ReportStatus, ResearchReport
 from research.pages import markdown_html
@@ -150,7 +151,11 @@ def test_a_question_gets_a_short_cited_answer(gql, corpus, samples):
     assert "terminate this Agreement for convenience upon ninety days written notice" in content
     assert "\n\nSources:\n[1] " in content
     sources = content.split("Sources:\n")[1].splitlines()
-    assert all(line.startswith(f"[{i}] ") and ", passage " in line for i, line in enumerate(sources, start=1))
+    # each source is its document's title, linking to the passage in the document view
+    for i, line in enumerate(sources, start=1):
+        match = re.fullmatch(rf"\[{i}\] \[[^\]]+\]\(/corpora/passages/(\d+)/\)", line)
+        assert match, line
+        assert Passage.objects.filter(pk=int(match.group(1)), corpus=corpus).exists()
 
 
 def test_a_question_the_corpus_cannot_answer_says_so(gql, corpus, samples):

@@ -99,3 +99,15 @@ def test_the_text_is_escaped(user):
     )
     assert "<script>alert(1)</script>" not in page and "&lt;script&gt;" in page
     assert "<img src=x" not in page and '<a href="javascript:' not in page
+
+
+def test_a_passage_opens_by_its_id_alone_for_its_readers_only(user, other_user, corpus):
+    passage = Passage.objects.filter(corpus=corpus, is_heading=False).order_by("pk").first()
+    address = reverse("corpora:passage", args=[passage.pk])
+    # its reader lands on its document's view at the passage, highlighted
+    response = signed_in(user).get(address, follow=True)
+    assert response.redirect_chain[-1][0] == _url(passage, passage=str(passage.pk)) + f"#passage-{passage.pk}"
+    assert 'class="passage focus"' in response.content.decode()
+    # anyone else, and a passage that does not exist, get 404
+    assert signed_in(other_user).get(address).status_code == 404
+    assert signed_in(user).get(reverse("corpora:passage", args=[987654])).status_code == 404

@@ -111,8 +111,8 @@ def test_cite_becomes_a_footnote_with_a_sources_entry_and_a_citation_row():
     assert report.content == (
         "Liability is capped. The supplier is not liable for indirect loss.[^1]\n\n"
         "## Sources\n\n"
-        '[^1]: *Master Services Agreement* (msa.pdf), p. 3, passage 12: "not be liable for any indirect'
-        ' damages"\n'
+        "[^1]: *Master Services Agreement* (msa.pdf), p. 3, passage 2 (id 12): "
+        '"not be liable for any indirect damages"\n'
     )
     start = PASSAGES[12].start + 19
     assert report.citations == [
@@ -123,6 +123,7 @@ def test_cite_becomes_a_footnote_with_a_sources_entry_and_a_citation_row():
             "document_title": "Master Services Agreement",
             "source_name": "msa.pdf",
             "page": 3,
+            "position": 2,
             "quote": "not be liable for any indirect damages",
             "start": start,
             "end": start + 38,
@@ -140,7 +141,7 @@ def test_entry_without_a_page_or_quote_names_document_and_passage_only():
     # then the whole passage is the cited span
     assert report.content == (
         "Notice is written.[^1]\n\n## Sources\n\n"
-        "[^1]: *Notice guide* (https://example.org/notice), passage 22\n"
+        "[^1]: *Notice guide* (https://example.org/notice), passage 2 (id 22)\n"
     )
     assert report.citations[0]["quote"] == ""
     assert (report.citations[0]["start"], report.citations[0]["end"]) == (
@@ -163,7 +164,7 @@ def test_footnotes_are_numbered_by_first_appearance():
     assert [(c["footnote"], c["passage_id"]) for c in report.citations] == [(1, 13), (2, 22), (3, 12)]
     assert report.passage_ids == [13, 22, 12]
     assert report.document_ids == [100, 200]
-    assert re.findall(r"^\[\^(\d+)\]: .*passage (\d+)", report.content, re.MULTILINE) == [
+    assert re.findall(r"^\[\^(\d+)\]: .*passage \d+ \(id (\d+)\)", report.content, re.MULTILINE) == [
         ("1", "13"),
         ("2", "22"),
         ("3", "12"),
@@ -277,7 +278,7 @@ def test_sources_block_escapes_markup_in_corpus_text():
     assert report.citations[0]["quote"] == 'Use <cite ids="12"> and [^1]'
     assert report.content == (
         "Claim.[^1]\n\n## Sources\n\n"
-        "[^1]: *Annex &lt;b>\\[draft\\]&lt;/b>* (annex \\[v2\\].pdf), p. 1, passage 32: "
+        "[^1]: *Annex &lt;b>\\[draft\\]&lt;/b>* (annex \\[v2\\].pdf), p. 1, passage 2 (id 32): "
         '"Use &lt;cite ids="12"> and \\[^1\\]"\n'
     )
 
@@ -365,7 +366,7 @@ def test_quote_that_is_not_verbatim_is_dropped_with_a_warning():
     # then the passage is still cited, without a quote
     assert _body(report) == "Capped.[^1]"
     assert report.citations[0]["quote"] == ""
-    assert "passage 12\n" in report.content
+    assert "passage 2 (id 12)\n" in report.content
     assert report.warnings == [f"{WARNING_QUOTE_NOT_VERBATIM}:12"]
 
 
@@ -743,7 +744,7 @@ def test_property_rendered_reports_keep_the_citation_graph_closed(draft):
         passage = PASSAGES[citation["passage_id"]]
         assert citation["passage_id"] in PROPERTY_RETRIEVED
         assert citation["document_id"] == passage.document_id
-        assert f"passage {passage.passage_id}" in sources.splitlines()[citation["footnote"] - 1]
+        assert f"(id {passage.passage_id})" in sources.splitlines()[citation["footnote"] - 1]
         quote = citation["quote"]
         assert quote in passage.text
         expected = quote or passage.text

@@ -120,7 +120,7 @@ def test_a_running_report_exports_its_findings_so_far(browser, user, corpus):
 
     assert text.startswith("# Liability caps\n\nThe report is not written yet. Its findings so far:\n\n")
     claim = "1. Liability is capped \\[^9\\] &lt;b>"  # one line of text: no footnote, no tag
-    assert f'{claim} *{passage.document.title}*, passage {passage.pk}: "{quote}"' in text
+    assert f'{claim} *{passage.document.title}*, passage id {passage.pk}: "{quote}"' in text
     data = json.loads(export(browser, report, "json").content)
     assert data["status"] == "RUNNING" and data["markdown"] == ""
     assert data["findings"] == [{**finding, "document_title": passage.document.title}]
