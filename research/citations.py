@@ -448,7 +448,7 @@ class _FootnoteRenderer:
                 "source_name": passage.source_name,
                 "page": passage.page,
                 # its place in the document, from 1 ("passage 3"); passage_id is its handle
-                "position": passage.ordinal + 1,
+                "passage_number": passage.ordinal + 1,
                 "quote": quote,
                 "start": passage.start + span[0] if span else passage.start,
                 "end": passage.start + span[1] if span else passage.start + len(passage.text),
@@ -504,10 +504,10 @@ def _passage_label(citation: dict[str, Any]) -> str:
     """ "passage 3 (id 617)": its place in its document, which a reader can count to, and the id
     the API and the document view know it by ("passage 617" alone read as the 617th of a
     document of twenty). A citation from before positions were kept shows its id alone."""
-    position = citation.get("position")
-    if not position:
+    number = citation.get("passage_number")
+    if not number:
         return f"passage {citation['passage_id']}"
-    return f"passage {position} (id {citation['passage_id']})"
+    return f"passage {number} (id {citation['passage_id']})"
 
 
 def _is_passage_id(token: str) -> bool:

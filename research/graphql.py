@@ -55,6 +55,9 @@ class Citation(graphene.ObjectType):
     document_title = graphene.String()
     source_name = graphene.String()
     page = graphene.Int()
+    passage_number = graphene.Int(
+        description="The passage's place in its document, from 1; null in reports written before."
+    )
     quote = graphene.String(required=True)
     start = graphene.Int(required=True)
     end = graphene.Int(required=True)
@@ -214,6 +217,7 @@ class ResearchReportNode(DjangoObjectType):
                 document_title=c.get("document_title"),
                 source_name=c.get("source_name"),
                 page=c.get("page"),
+                passage_number=c.get("passage_number"),
                 quote=c["quote"],
                 start=c["start"],
                 end=c["end"],

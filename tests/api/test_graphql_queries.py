@@ -33,8 +33,8 @@ REPORT_FIELDS = """
         phase level levels documentsSwept documentsTotal documentsReread direction modelRequests
     }
     citations {
-        footnote passageId documentId documentTitle sourceName page quote start end
-        passage { id text start end document { title } }
+        footnote passageId documentId documentTitle sourceName page passageNumber quote start end
+        passage { id text start end ordinal document { title } }
     }
     findings { findingId claim quote passageId documentId section position origin }
     corpus { id name }
@@ -251,8 +251,10 @@ def test_a_completed_report_exposes_status_progress_content_citations_and_run_re
             "text": passage.text,
             "start": passage.start,
             "end": passage.end,
+            "ordinal": passage.ordinal,
             "document": {"title": passage.document.title},
         }
+        assert citation["passageNumber"] == passage.ordinal + 1
         assert citation["passageId"] == gid("Passage", passage.pk)
         assert citation["documentId"] == gid("Document", passage.document_id)
         assert citation["quote"] == stored["quote"]

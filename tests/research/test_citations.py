@@ -123,7 +123,7 @@ def test_cite_becomes_a_footnote_with_a_sources_entry_and_a_citation_row():
             "document_title": "Master Services Agreement",
             "source_name": "msa.pdf",
             "page": 3,
-            "position": 2,
+            "passage_number": 2,
             "quote": "not be liable for any indirect damages",
             "start": start,
             "end": start + 38,
