@@ -12,7 +12,7 @@ from pydantic_ai import Agent, ModelRetry, RunContext, ToolOutput
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from research.drafts import Position, QuestionSummary, compose_report
+from research.drafts import ORIGIN_SWEEP, Position, QuestionSummary, compose_report
 from research.engine.budget import BudgetExhausted
 from research.engine.prompts import WRITER_INSTRUCTIONS, read_data, tool_returns
 from research.engine.store import RunStore
@@ -145,6 +145,18 @@ def writer_prompt_data(
     }
 
 
+def _one_per_document(findings: list[dict[str, Any]]) -> list[int]:
+    """The ids of one finding per document, in the order the documents first appear: its sweep
+    finding (the judge's quote, the table's row) where it has one, else its first."""
+    chosen: dict[int, dict[str, Any]] = {}
+    for finding in findings:
+        current = chosen.get(finding["document_id"])
+        swept = finding.get("origin") == ORIGIN_SWEEP
+        if current is None or (swept and current.get("origin") != ORIGIN_SWEEP):
+            chosen[finding["document_id"]] = finding
+    return [f["id"] for f in chosen.values()]
+
+
 # --- The offline mind ----------------------------------------------------------------------------
 def offline_writer() -> FunctionModel:
     def write(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -171,7 +183,11 @@ def offline_writer() -> FunctionModel:
         if not returns and not data.get("brief"):
             calls = []
             for q in questions:
-                ids = [f["id"] for f in findings if f.get("question") == q.index]
+                # One finding per document (its sweep finding, else its first): the positions
+                # then count documents, each in one ("1 of 5 documents ... Positions: 1 document:
+                # A; 1 document: B; 1 document: C" had named one document three times). The
+                # others show under Detailed analysis.
+                ids = _one_per_document([f for f in findings if f.get("question") == q.index])
                 if q.swept and len(ids) >= GROUP_MIN_FINDINGS:
                     arguments = {"finding_ids": ids, "about": q.question}
                     calls.append(ToolCallPart("group_findings", arguments, tool_call_id=f"group-{q.index}"))

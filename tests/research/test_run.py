@@ -818,6 +818,28 @@ def test_a_name_said_in_another_form_is_held(user, corpus, prompt, text):
     assert "None: no passage" not in stored.content
 
 
+def test_the_summarys_positions_count_each_document_once(user, corpus, settings):
+    # given the demo's four documents and a fifth (a collection), the services agreement saying
+    # two things of payment terms
+    for path in sorted((settings.BASE_DIR / "examples" / "northwind").iterdir()):
+        ingest_text(corpus, path.name, path.read_text(encoding="utf-8"))
+    ingest_text(
+        corpus, "vendor-policy.txt", "Vendor policy\n\nVendors must notify us of a breach within 72 hours.\n"
+    )
+    report = report_start(
+        user=user, corpus=corpus, prompt="Please research payment terms, liability caps and laptops"
+    )
+    # when the run executes
+    report_run(report_id=report.pk)
+    # then no position of a question names its one document a second time
+    stored = ResearchReport.objects.get(pk=report.pk)
+    summary = _section_lines(stored.content, "## Summary")
+    [payment] = [line for line in summary if line.startswith("- **payment terms**")]
+    assert re.search(r"\*\* 1 of \d documents examined address it", payment), payment
+    assert sum(int(n) for n in re.findall(r"(\d+) documents?: ", payment)) <= 1, payment
+    assert_closed_citation_graph(stored)
+
+
 def test_the_parts_of_a_request_beyond_the_breadth_are_named_not_dropped(user, corpus):
     # given a request of four parts, at shallow (breadth 3)
     ingest_agreements(corpus, 4, insured=2)
