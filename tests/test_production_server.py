@@ -29,7 +29,12 @@ def test_production_server_answers_healthz(production_server):
     status, body, _headers = _get(base + "/healthz")
     # Then the database is reachable and no broker is configured
     assert status == 200
-    assert json.loads(body) == {"status": "ok", "database": "ok", "broker": "not_configured"}
+    assert json.loads(body) == {
+        "status": "ok",
+        "database": "ok",
+        "broker": "not_configured",
+        "research_queue": {"state": "ok", "waiting": 0, "oldest_seconds": 0},
+    }
 
 
 def test_production_server_serves_collected_static_files(production_server):
