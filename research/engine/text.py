@@ -40,6 +40,8 @@ _QUESTION_START = re.compile(
 _LEAD_IN = re.compile(
     # A greeting first ("Hi, could you please look into ...") says nothing either.
     r"^\s*(?:(?:hi|hello|hey|dear\s+\w+|ok|okay|so)\b[\s,!.:;-]*)?"
+    # "For each agreement I need to know whether ...": the documents the request is about.
+    r"(?:for\s+(?:each|every|all|any)\s+(?:of\s+(?:the|these|our)\s+)?[\w-]+,?\s+)?"
     r"(?:please\s+|can you\s+|could you\s+|would you\s+|i want you to\s+|i'd like you to\s+)*"
     r"(?:do\s+(?:a\s+)?(?:deep\s+dive|deep\s+research|research|investigation)\s+(?:on|into|about|of)\s+|"
     r"(?:deep\s+)?research(?:\s+on|\s+into|\s+about)?(?:\s*:\s*|\s+)|investigate(?:\s*:\s*|\s+)|look\s+into\s+|"
@@ -111,6 +113,8 @@ _NEGATIONS = (
 )
 # A line opening with a bullet or an item number is tried first, so that "2." is not kept.
 _SEGMENT_SPLIT = re.compile(r"\s*(?:^|\n)\s*(?:[-*\u2022]|\d+[.)])\s+|(?<=\?)\s+|\n+|;\s+")
+# A sentence's full stop: after a small letter, a digit or a bracket, before a capital.
+_FULL_STOP = re.compile(r"(?<=[a-z0-9)][.!])\s+(?=[A-Z])")
 # "Research the following: X, Y and Z": what follows is the request.
 _FOLLOWING = re.compile(r"^(?:the\s+)?following(?:\s+(?:points|questions|topics|items|issues))?\s*:\s*", re.I)
 # "... cap liability, and what happens on termination?" asks two things.
@@ -120,7 +124,7 @@ _SECOND_QUESTION = re.compile(
     re.IGNORECASE,
 )
 # "..., which have Y and which ...": a question listed between two others, after a comma alone.
-_LISTED_QUESTION = re.compile(r",\s+(?=(?:which|what)\s)", re.IGNORECASE)
+_LISTED_QUESTION = re.compile(r",\s+(?=(?:which|what|whether|how)\s)", re.IGNORECASE)
 # "and which by California law?": a second question with no verb of its own.
 _ELLIPSIS = re.compile(
     r"^(?:which|what)\s+(?P<preposition>by|in|under|to|for|with|from|on|at|about|of)\s+(?P<rest>.+)$",
@@ -141,7 +145,14 @@ _DOCUMENTS_SUBJECT = re.compile(
 _ELLIPTICAL_NEGATION = re.compile(
     r"^(?:which|what)\s+(?P<verb>do|does|did|are|is|were|was)(?:\s+not|n['\u2019]t)[\s?.!]*$", re.IGNORECASE
 )
-_LEADING_CONJUNCTION = re.compile(r"^(?:and|or|but)\s+(?=\w)", re.IGNORECASE)
+_LEADING_CONJUNCTION = re.compile(
+    r"^(?:and\s+also|and|or|but|also|additionally|finally|plus)\s*,?\s+(?=\w)", re.IGNORECASE
+)
+# A sentence that only sets the scene ("I'm reviewing our NDA portfolio."): it asks nothing.
+_CONTEXT = re.compile(
+    r"^(?:i\s*'?\s*m|i\s+am|we\s*'?\s*re|we\s+are|i\s+have|we\s+have|i'?ve|we'?ve|our|my|this\s+is)\b",
+    re.IGNORECASE,
+)
 _FRAMED_PAIR = re.compile(
     r"^(?P<frame>(?:what|which)\s+(?:are|is|were|was)\s+)(?P<rest>[^?]+)\?$", re.IGNORECASE
 )
@@ -193,11 +204,13 @@ def request_segments(prompt: str) -> list[str]:
     led = text != prompt.strip()
     text = _FOLLOWING.sub("", text, count=1)
     segments = []
-    pieces = _SEGMENT_SPLIT.split(text)
+    led_segments: set[int] = set()  # those after a lead-in of their sentence ("I need to know ...")
+    pieces = _SEGMENT_SPLIT.split(_sentences_that_ask(text))
     for at, s in enumerate(pieces):
         # "I need a memo on the following:" introduces the lines after it; it asks nothing itself.
         if (s or "").rstrip().endswith(":") and any((p or "").strip() for p in pieces[at + 1 :]):
             continue
+        sentence_led = bool(s) and _LEAD_IN.sub("", s.strip(), count=1) != s.strip()
         previous = ""
         parts = _SECOND_QUESTION.split(s or "")
         if len(parts) > 1:
@@ -219,9 +232,74 @@ def request_segments(prompt: str) -> list[str]:
                     joined = segments[-1].rstrip(" ?.") + ", and " if position else segments[-1] + " "
                     segments[-1] = previous = joined + (part[0].lower() + part[1:] if position else part)
                     continue
+                if sentence_led:
+                    led_segments.add(len(segments))
                 segments.append(completed)
                 previous = completed
-    return [_as_question(_asked(segment, led=led)) for segment in segments]
+    documents = _documents_named(prompt)
+    return [
+        _as_question(_asked(segment, led=led or i in led_segments), documents=documents)
+        for i, segment in enumerate(segments)
+    ]
+
+
+def _sentences_that_ask(text: str) -> str:
+    """`text` with each sentence that asks something on a line of its own ("... after
+    termination. Also flag any that include a non-solicit."), a sentence that sets the scene
+    left out ("I'm reviewing our NDA portfolio."), and one that does neither kept with the
+    sentence after it, as before ("Acme Inc. supplies parts. What is the term?")."""
+    sentences = [part for part in _FULL_STOP.split(text) if part.strip()]
+    if len(sentences) < 2:
+        return text
+    asking = [x for x in sentences if _asks(x)]
+    lines: list[str] = []
+    pending = ""
+    for sentence in sentences:
+        if asking and _sets_the_scene(sentence):
+            continue
+        if not _asks(sentence):
+            pending += sentence + " "
+            continue
+        lines.append(pending + sentence)
+        pending = ""
+    if pending:
+        lines.append(pending.strip())
+    return "\n".join(lines)
+
+
+def _asks(sentence: str) -> bool:
+    """A question, or a request ("Also flag any that ...", "For each agreement I need to know")."""
+    return "?" in sentence or bool(
+        re.search(
+            rf"\b(?:{_WH}|{DOCUMENT_REQUEST_VERBS}|need|want|research|compare|summari[sz]e|describe|explain)\b",
+            sentence,
+            re.IGNORECASE,
+        )
+    )
+
+
+def _sets_the_scene(sentence: str) -> bool:
+    """ "I'm reviewing our NDA portfolio.", "We are a SaaS company.": no question, no request."""
+    text = sentence.strip()
+    return bool(
+        _CONTEXT.match(text)
+        and "?" not in text
+        and not re.search(rf"\b(?:{_WH}|{DOCUMENT_REQUEST_VERBS}|need|want|like|research)\b", text, re.I)
+    )
+
+
+def _documents_named(prompt: str) -> str:
+    """The documents the request names, in the plural ("NDAs" for "our NDA portfolio"), for a
+    request that names none itself ("flag any that include a non-solicit"); "documents" else."""
+    match = re.search(rf"\b({DOCUMENT_NOUNS}|{DOCUMENT_NOUN})\b", prompt, re.IGNORECASE)
+    if match is None:
+        return "documents"
+    word = match.group(1)
+    if re.fullmatch(DOCUMENT_NOUNS, word, re.IGNORECASE):
+        return word
+    if word.isupper():
+        return word + "s"
+    return word[:-1] + "ies" if word.endswith("y") else word + "s"
 
 
 def _asked(segment: str, *, led: bool = False) -> str:
@@ -235,13 +313,25 @@ def _asked(segment: str, *, led: bool = False) -> str:
     return text
 
 
-def _as_question(segment: str) -> str:
+# "flag any that include a non-solicit": a request for documents that does not name them.
+_ANY_THAT = re.compile(
+    rf"^(?:please\s+)?(?:{DOCUMENT_REQUEST_VERBS})\s+(?:(?:me|us)\s+)?(?:any|all|those|the\s+ones)\s+"
+    r"(?P<link>that|which|with)\s+(?P<rest>[^?]+?)[\s.!?]*$",
+    re.IGNORECASE,
+)
+
+
+def _as_question(segment: str, *, documents: str = "documents") -> str:
     """ "List the contracts that renew automatically" -> "Which contracts renew automatically?",
     "find contracts with a non-compete" -> "Which contracts have a non-compete?", "list the
     agreements governed by New York law" -> "Which agreements are governed by New York law?": a
     request for documents is planned, searched and reported as the question it asks."""
     match = _DOCUMENTS_REQUEST.match(segment)
     if match is None:
+        unnamed = _ANY_THAT.match(segment)
+        if unnamed is not None:  # "flag any that include a non-solicit", of the request's NDAs
+            verb = "have " if unnamed["link"].lower() == "with" else ""
+            return f"Which {documents} {verb}{unnamed['rest']}?"
         return segment
     documents = match["documents"]
     first = documents.split()[0]
@@ -355,9 +445,10 @@ def without_words(text: str, phrase: str) -> str:
 
 # A question that only makes sense of the one before it: "If so, what amount?", one pointing
 # back at it ("how long does each restriction last?", "what do they require?"; not "it", most
-# often the document) with few words of its own, or a fragment ("what minimum amounts?").
+# often the document, nor "that", most often a relative pronoun) with few words of its own, or
+# a fragment ("what minimum amounts?").
 _FOLLOW_UP_OPENING = re.compile(r"^\W*(?:and\s+)?if\s+(?:so|yes|any|they\s+do|it\s+does)\b", re.IGNORECASE)
-_POINTING_BACK = re.compile(r"\b(?:each|such|they|them|their|this|that|these|those)\b", re.IGNORECASE)
+_POINTING_BACK = re.compile(r"\b(?:each|such|they|them|their|these|those)\b", re.IGNORECASE)
 FOLLOW_UP_MAX_WORDS = 3
 FRAGMENT_MAX_WORDS = 3
 

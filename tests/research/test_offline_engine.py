@@ -109,6 +109,24 @@ from research.engine.text import (
             "Which contracts require insurance, and what minimum amounts?",
             ["Which contracts require insurance, and what minimum amounts?"],
         ),
+        # a paragraph: the sentence setting the scene says nothing, each one asking is asked, a
+        # lead-in's list of "whether" clauses is a list of questions, and "flag any that ..." asks
+        # for the documents the request names
+        (
+            "I'm reviewing our NDA portfolio. For each agreement I need to know whether oral "
+            "disclosures are covered, whether information must be marked as confidential, and how "
+            "long the confidentiality obligations survive after termination. Also flag any that "
+            "include a non-solicit.",
+            [
+                "Whether oral disclosures are covered?",
+                "Whether information must be marked as confidential?",
+                "How long the confidentiality obligations survive after termination?",
+                "Which NDAs include a non-solicit?",
+            ],
+        ),
+        ("We are a SaaS company. Which contracts cap liability?", ["Which contracts cap liability?"]),
+        # a sentence that neither asks nor sets the scene stays with the question after it
+        ("Acme Inc. supplies parts. What is the term?", ["Acme Inc. supplies parts. What is the term?"]),
         # a second question of its own is not ("it" is most often the document)
         ("What is the term? What does it cost?", ["What is the term?", "What does it cost?"]),
         # a greeting before the lead-in says nothing either
