@@ -54,7 +54,7 @@ def test_the_report_downloads_as_markdown_and_json(live_server, world, browser_p
     assert text.startswith(report.content.rstrip()) and "\n## Sources\n" in text
     for citation in report.citations:
         assert f"[^{citation['footnote']}]: *{citation['document_title']}*" in text
-        assert f'passage {citation["passage_id"]}: "{" ".join(citation["quote"].split())}"' in text
+        assert f'(id {citation["passage_id"]}): "{" ".join(citation["quote"].split())}"' in text
     assert text.rstrip().endswith(live_server.url + world.url)
 
     exported = _download(page, "JSON")
