@@ -737,6 +737,34 @@ def _is_form(sentence: str) -> bool:
     )
 
 
+# A document's opening naming itself and its parties ("This Non-Solicitation Agreement (the
+# "Agreement") is made as of September 6, 2001 by and between ..."): it says what the document is
+# called, not what it requires, and is quoted only for a question about its parties or its date.
+_RECITAL = re.compile(
+    r"^\W*(?:this|the)\b.{0,200}?\b(?:agreement|contract|nda|memorandum|letter)\b.{0,300}?"
+    r"\b(?:is|are)\s+(?:made|entered\s+into|dated|executed)\b.{0,300}?\bbetween\b"
+    # ... and the sentence naming its parties ("X and Y are sometimes referred to herein
+    # individually as a "Party" and collectively as the "Parties."")
+    r"|\breferred\s+to\s+(?:herein\s+|hereinafter\s+)?(?:individually|collectively|together|each)\s+as\b",
+    re.IGNORECASE | re.DOTALL,
+)
+_OBLIGATION = re.compile(
+    r"\b(?:shall|must|agrees?|will\s+not|may\s+not|covenants?|undertakes?)\b", re.IGNORECASE
+)
+# A question about who the parties are or when the document was made ("the receiving party"
+# alone is not one).
+_ASKS_PARTIES = re.compile(
+    r"\bwho\b|\bwhich\s+parties\b|\bparties\s+(?:to|of)\b|\bbetween\s+whom\b|\bdated?\b|"
+    r"\beffective\s+date\b|\bentered\s+into\b|\bsigned\b|\bexecuted\b|\bwhen\s+was\b",
+    re.IGNORECASE,
+)
+
+
+def is_recital(sentence: str) -> bool:
+    """Whether `sentence` is a document's opening recital of its name, date and parties."""
+    return bool(_RECITAL.search(sentence)) and not _OBLIGATION.search(sentence)
+
+
 def best_sentences(
     question: str,
     results: Sequence[dict[str, Any]],
@@ -757,6 +785,7 @@ def best_sentences(
     terms = set(content_words(question)) - set(content_words(" ".join(ignore)))
     if not terms:
         return []
+    recitals = bool(_ASKS_PARTIES.search(question))
     candidates: list[tuple[int, dict[str, Any], str, set[str], set[str]]] = []
     heading_words: dict[str, set[str]] = {}  # a heading's words, read once for all its sentences
     for rank, result in enumerate(results):
@@ -764,6 +793,8 @@ def best_sentences(
             continue
         own = str(result.get("heading") or "").rsplit(" > ", 1)[-1]
         for heading, sentence in headed_sentences(result.get("text", ""), own):
+            if not recitals and is_recital(sentence):
+                continue  # "This Non-Solicitation Agreement is made ... between": not a covenant
             if heading not in heading_words:
                 heading_words[heading] = set(content_words(heading))
             said = set(content_words(sentence))

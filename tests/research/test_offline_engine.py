@@ -574,3 +574,26 @@ def test_deeper_presets_search_and_record_more():
 )
 def test_a_question_is_searched_and_judged_without_its_follow_ups(question, core):
     assert core_question(question) == core
+
+
+def test_a_documents_opening_recital_is_quoted_only_for_its_parties_or_date():
+    # given a non-solicitation agreement's opening and its covenant, in two passages
+    opening = {
+        "passage_id": 1,
+        "document_id": 1,
+        "text": 'This Non-Solicitation Agreement (the "Agreement") is made as of September 6, 2001 by and '
+        "between EarthLink, Inc. and CIDCO Inc.\n\nEarthLink and CIDCO are sometimes referred to herein "
+        'individually as a "Party" and collectively as the "Parties."',
+    }
+    covenant = {
+        "passage_id": 2,
+        "document_id": 1,
+        "text": "Neither Party shall solicit for hire any employee of the other Party during the term of "
+        "this Non-Solicitation Agreement.",
+    }
+    # a question about the clause quotes the covenant, never the recitals naming the agreement
+    chosen = best_sentences("Which agreements contain a non-solicitation clause?", [opening, covenant], 2)
+    assert [c.passage_id for c in chosen] == [2]
+    # a question about its parties may quote them
+    chosen = best_sentences("Who are the parties to the non-solicitation agreement?", [opening, covenant], 2)
+    assert 1 in [c.passage_id for c in chosen]
