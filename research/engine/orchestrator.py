@@ -118,8 +118,11 @@ class Orchestration:
             self.prompt = self.state["read_as"]
         names = proper_names(self.prompt)
         if "absent_names" not in self.state:
-            # Names no document holds: a question naming one is answered by none.
-            self.state["absent_names"] = await self.store.absent_names(names=names) if names else []
+            # Names no document holds: a question naming one is answered by none. Only a name
+            # in letters, capitalised ("Japan"): an acronym ("MFN", "GDPR") or a hyphenated term
+            # ("Non-Compete") a document may spell out or split.
+            plain = [n for n in names if n.isalpha() and n[0].isupper() and n[1:].islower()]
+            self.state["absent_names"] = await self.store.absent_names(names=plain) if plain else []
         if "named_documents" not in self.state:
             self.state["named_documents"] = await self._named_documents(names)
             if self.state["named_documents"]:

@@ -799,6 +799,9 @@ def test_a_question_naming_what_no_document_names_is_answered_none(user, corpus)
 @pytest.mark.parametrize(
     ("prompt", "text"),
     [
+        # an acronym a document spells out, a hyphenated term it splits
+        ("Which of these agreements have an MFN clause?", "bound by most favored nation pricing"),
+        ("Which of these agreements have a Non-Compete?", "bound by a covenant not to compete"),
         # the law of Switzerland is Swiss law
         ("Which of these agreements are governed by Swiss law?", "governed by the laws of Switzerland"),
         # "Japanese" names Japan
