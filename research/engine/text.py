@@ -475,8 +475,7 @@ def core_question(question: str) -> str:
     parts = _SECOND_QUESTION.split(first)
     if len(parts) > 1 and all(_follows_up(p.strip(" ?.,")) for p in parts[1:]):
         first = parts[0].rstrip(" ,;:")
-    core = first.rstrip(" ?.") + "?" if first.rstrip().endswith("?") or first != sentences[0] else first
-    return core if core != question else question
+    return first.rstrip(" ?.") + "?" if first.rstrip().endswith("?") or first != sentences[0] else first
 
 
 def _complete_ellipsis(previous: str, part: str) -> str:
