@@ -41,7 +41,7 @@ from corpora.services import (
     corpus_unshare,
     document_delete,
 )
-from corpora.uploads import UploadOutcome, documents_upload
+from corpora.uploads import documents_upload
 from research.pages import research_form_pop
 
 logger = logging.getLogger(__name__)
@@ -94,7 +94,19 @@ def corpus_upload(request: HttpRequest, corpus_id: int) -> HttpResponse:
         response["Retry-After"] = str(limited.retry_after)
         return response
     outcomes = documents_upload(corpus=corpus, uploads=uploads)
-    return _page(request, corpus, outcomes=outcomes)
+    # Post/redirect/get: the results are shown once on the corpus page, so reloading it does not
+    # post the files again.
+    request.session[_outcomes_key(corpus.pk)] = [
+        {
+            "filename": outcome.filename,
+            "status": outcome.status,
+            "code": outcome.code,
+            "message": outcome.message,
+            "passages": outcome.passages,
+        }
+        for outcome in outcomes
+    ]
+    return redirect("corpora:detail", corpus_id=corpus.pk)
 
 
 @login_required
@@ -233,11 +245,14 @@ def _manageable(request: HttpRequest, corpus_id: int) -> Corpus:
         raise PermissionDenied("only the corpus's creator can do that") from error
 
 
+def _outcomes_key(corpus_id: int) -> str:
+    return f"corpora:upload-outcomes:{corpus_id}"
+
+
 def _page(
     request: HttpRequest,
     corpus: Corpus,
     *,
-    outcomes: list[UploadOutcome] | None = None,
     error: str | None = None,
     status: int = 200,
 ) -> HttpResponse:
@@ -258,7 +273,7 @@ def _page(
         "query": query,
         "hits": hits,
         "search_error": search_error,
-        "outcomes": outcomes,
+        "outcomes": request.session.pop(_outcomes_key(corpus.pk), None),  # an upload's, once
         "error": error,
         "upload_limit_mb": settings.UPLOAD_MAX_BYTES // (1024 * 1024),
         "upload_limit_bytes": settings.UPLOAD_MAX_BYTES,

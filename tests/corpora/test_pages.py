@@ -65,9 +65,10 @@ def test_uploading_through_the_form_ingests_each_file_with_its_result(browser, u
         ),
         SimpleUploadedFile("tool.exe", b"MZ\x90\x00"),
     ]
-    response = browser.post(reverse("corpora:upload", args=[corpus.pk]), {"files": files})
+    response = browser.post(reverse("corpora:upload", args=[corpus.pk]), {"files": files}, follow=True)
     page = response.content.decode()
-    assert response.status_code == 200
+    # post/redirect/get: the results show on the corpus page, so a reload posts nothing again
+    assert response.redirect_chain == [(reverse("corpora:detail", args=[corpus.pk]), 302)]
     assert '<tr class="ingested"><td>acme-supply.md</td>' in page
     assert '<tr class="ingested"><td>licence.pdf</td>' in page
     assert '<tr class="failed"><td>tool.exe</td>' in page
@@ -77,9 +78,13 @@ def test_uploading_through_the_form_ingests_each_file_with_its_result(browser, u
     }
     # the documents table lists them, embedding still to come (no worker ran it here)
     assert page.count(">Delete</button>") == 2 and page.count("<td>pending</td>") == 2
+    # the results are shown once: the page reloaded lists the documents, not the upload again
+    reloaded = browser.get(reverse("corpora:detail", args=[corpus.pk])).content.decode()
+    assert reloaded.count(">Delete</button>") == 2 and 'class="list uploads"' not in reloaded
     again = browser.post(
         reverse("corpora:upload", args=[corpus.pk]),
         {"files": [SimpleUploadedFile("copy.md", ACME_SUPPLY.encode())]},
+        follow=True,
     )
     assert '<tr class="duplicate"><td>copy.md</td>' in again.content.decode()
     assert Document.objects.filter(corpus=corpus).count() == 2
