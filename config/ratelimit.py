@@ -7,6 +7,8 @@ import logging
 import math
 import re
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -78,6 +80,21 @@ def rate_limit_refund(*, scope: str, key: str, rate: Rate | None, amount: int = 
         return
     except Exception:  # an unreachable cache must not fail the request
         logger.warning("rate limit cache unavailable; %s not refunded", scope, exc_info=True)
+
+
+@contextmanager
+def rate_limit_spent(*, scope: str, key: str) -> Iterator[None]:
+    """Count one against `key` in `scope` (settings.RATE_LIMITS[scope]) for what the block does;
+    refused inside it (an ApplicationError other than RateLimited: an empty prompt, a run
+    already going), it is given back and the error goes on."""
+    limit = rate(scope)
+    rate_limit_hit(scope=scope, key=key, rate=limit)
+    try:
+        yield
+    except ApplicationError as error:
+        if not isinstance(error, RateLimited):
+            rate_limit_refund(scope=scope, key=key, rate=limit)
+        raise
 
 
 def rate(name: str) -> Rate | None:

@@ -14,7 +14,7 @@ from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from config.exceptions import ApplicationError
-from config.ratelimit import RateLimited, rate, rate_limit_hit, rate_limit_refund
+from config.ratelimit import rate_limit_spent
 from corpora.exceptions import CorpusNotFound
 from corpora.selectors import corpus_get_for_user
 from research.exceptions import ReportFilterInvalid, ReportNotFound
@@ -157,11 +157,9 @@ def report_cancel_view(request: HttpRequest, slug: str) -> HttpResponse:
 def report_resume_view(request: HttpRequest, slug: str) -> HttpResponse:
     report = _own(request, slug)
     try:
-        rate_limit_hit(scope="research", key=f"user:{request.user.pk}", rate=rate("research"))
-        report_resume(user=request.user, report_id=report.pk)
+        with rate_limit_spent(scope="research", key=f"user:{request.user.pk}"):
+            report_resume(user=request.user, report_id=report.pk)
     except ApplicationError as error:  # rate_limited among them
-        if not isinstance(error, RateLimited):  # refused: it spends no research rate
-            rate_limit_refund(scope="research", key=f"user:{request.user.pk}", rate=rate("research"))
         messages.error(request, f"{error.message} ({error.code})")
     else:
         messages.success(request, "Resumed from its findings.")
@@ -196,20 +194,18 @@ def report_new(request: HttpRequest, corpus_id: int) -> HttpResponse:
         raise Http404("corpus not found") from exc
     chosen = request.POST.getlist("documents")
     try:
-        rate_limit_hit(scope="research", key=f"user:{request.user.pk}", rate=rate("research"))
-        if not all(c.isascii() and c.isdigit() for c in chosen):
-            raise ApplicationError("choose documents from the list", code="document_ids_invalid")
-        report = report_start(
-            user=request.user,
-            corpus=corpus,
-            prompt=request.POST.get("prompt", ""),
-            depth=request.POST.get("depth") or None,
-            rubric=request.POST.get("rubric", ""),
-            document_ids=[int(c) for c in chosen] or None,
-        )
+        with rate_limit_spent(scope="research", key=f"user:{request.user.pk}"):
+            if not all(c.isascii() and c.isdigit() for c in chosen):
+                raise ApplicationError("choose documents from the list", code="document_ids_invalid")
+            report = report_start(
+                user=request.user,
+                corpus=corpus,
+                prompt=request.POST.get("prompt", ""),
+                depth=request.POST.get("depth") or None,
+                rubric=request.POST.get("rubric", ""),
+                document_ids=[int(c) for c in chosen] or None,
+            )
     except ApplicationError as error:  # rate_limited among them
-        if not isinstance(error, RateLimited):  # refused: it spends no research rate
-            rate_limit_refund(scope="research", key=f"user:{request.user.pk}", rate=rate("research"))
         messages.error(request, f"{error.message} ({error.code})")
         # The corpus page fills the form in again with what was typed (research_form_pop).
         research_form_keep(request, corpus.pk, chosen)
