@@ -73,9 +73,25 @@ def corrections(
 
 
 def corrected_text(text: str, found: Sequence[Correction]) -> str:
-    """`text` with each corrected word replaced wherever it stands as a whole word."""
+    """`text` with each corrected word replaced wherever it stands as a whole word, in lower
+    case or capitalised ("Wich one, wich two": both); in capitals it is an acronym and stays."""
+
+    def replace(match: re.Match[str], corrected: str) -> str:
+        typed = match.group()
+        if typed.islower():
+            return corrected
+        if typed[0].isupper() and typed[1:].islower():
+            return corrected.capitalize()
+        return typed
+
     for correction in found:
-        text = re.sub(rf"(?<![^\W\d_]){re.escape(correction.typed)}(?![^\W\d_])", correction.corrected, text)
+        corrected = correction.corrected.lower()
+        text = re.sub(
+            rf"(?<![^\W\d_]){re.escape(correction.typed)}(?![^\W\d_])",
+            lambda match, corrected=corrected: replace(match, corrected),
+            text,
+            flags=re.IGNORECASE,
+        )
     return text
 
 

@@ -63,7 +63,9 @@ def test_a_capitalised_first_word_is_corrected_and_keeps_its_capital():
         ["Wich", "Which"],
         ["informaton", "information"],
     ]
-    assert corrected_text("Wich one, wich two", _to(["Wich", "Which"])) == "Which one, wich two"
+    # every occurrence is corrected, whichever was found first; in capitals it is an acronym
+    assert corrected_text("Wich one, wich two", _to(["Wich", "Which"])) == "Which one, which two"
+    assert corrected_text("wich one? Wich WICH", _to(["wich", "which"])) == "which one? Which WICH"
 
 
 def test_a_word_few_passages_hold_is_no_correction():
