@@ -14,6 +14,13 @@ GRAPHQL_PATH = "/graphql"
 UPLOAD_PATH = "/api/corpora/{corpus}/documents"
 UPLOAD_FIELD = "files"
 UPLOAD_TIMEOUT_SECONDS = 300.0
+# What the server ingests (corpora.extraction.SUPPORTED_SUFFIXES): a directory's other files
+# (images, spreadsheets, .DS_Store) are not sent.
+UPLOAD_SUFFIXES = frozenset({".docx", ".htm", ".html", ".markdown", ".md", ".pdf", ".text", ".txt"})
+# Files are sent in requests of at most this many files and bytes (a larger file goes alone),
+# within the server's defaults (100 files, UPLOAD_MAX_BYTES 50 MB) and its upload timeout.
+UPLOAD_BATCH_FILES = 20
+UPLOAD_BATCH_BYTES = 20 * 1024 * 1024
 HTTP_TIMEOUT_SECONDS = 30.0
 # The server caps a connection page at 100 items.
 PAGE_SIZE_MAX = 100

@@ -25,6 +25,9 @@ from cli.constants import (
     PAGE_SIZE_MAX,
     POLL_TRANSIENT_RETRIES,
     TERMINAL_STATUSES,
+    UPLOAD_BATCH_BYTES,
+    UPLOAD_BATCH_FILES,
+    UPLOAD_SUFFIXES,
 )
 from cli.output import (
     Output,
@@ -191,7 +194,13 @@ def build_parser() -> argparse.ArgumentParser:
         "ingested as `manage.py ingest` does, with one result per file; embedding follows on the "
         "server's workers. Exit 1 when any file failed.",
     )
-    upload.add_argument("files", nargs="+", type=Path, metavar="FILE", help="the files to add")
+    upload.add_argument(
+        "files",
+        nargs="+",
+        type=Path,
+        metavar="PATH",
+        help="the files to add; a directory adds its PDF, Word, HTML, Markdown and text files",
+    )
     upload.add_argument("--corpus", required=True, metavar="ID", help=CORPUS_HELP)
     upload.add_argument("--json", action="store_true", help="print the results as a JSON array")
     return parser
@@ -310,18 +319,77 @@ def cmd_corpora(client: GraphQLClient, args: argparse.Namespace, output: Output)
 
 
 def cmd_upload(client: GraphQLClient, args: argparse.Namespace, output: Output) -> int:
-    files = []
-    for path in args.files:
+    paths = _upload_paths(args.files, output)
+    corpus_id = _corpus_id(client, args.corpus)
+    results: list[dict[str, Any]] = []
+    for batch in _upload_batches(paths):
+        files = []
+        for path in batch:
+            try:
+                files.append((path.name, path.read_bytes()))
+            except OSError as exc:
+                raise UsageError("file_unreadable", f"cannot read {path}: {exc.strerror or exc}") from exc
         try:
-            files.append((path.name, path.read_bytes()))
-        except OSError as exc:
-            raise UsageError("file_unreadable", f"cannot read {path}: {exc.strerror or exc}") from exc
-    results = client.upload(_corpus_id(client, args.corpus), files)
+            results += client.upload(corpus_id, files)
+        except CliError as error:
+            if not results:
+                raise
+            # What was ingested before the refusal is said, then the refusal.
+            _upload_results(results, args, output)
+            error.message += (
+                f" ({len(results)} files were uploaded before it; {len(paths) - len(results)} not sent)"
+            )
+            raise
+    _upload_results(results, args, output)
+    return EXIT_FAILED if any(r.get("status") == "failed" for r in results) else EXIT_DONE
+
+
+def _upload_paths(arguments: list[Path], output: Output) -> list[Path]:
+    """The files to send: each file named, and a directory's files of the types the server
+    ingests (in its subdirectories too, hidden ones left out), in name order. A name that is
+    neither is a usage error before anything is sent."""
+    paths: list[Path] = []
+    for argument in arguments:
+        if argument.is_dir():
+            found = sorted(
+                path
+                for path in argument.rglob("*")
+                if path.is_file()
+                and not any(part.startswith(".") for part in path.relative_to(argument).parts)
+                and path.suffix.lower() in UPLOAD_SUFFIXES
+            )
+            if not found:
+                raise UsageError(
+                    "no_files", f"{argument} holds no {', '.join(sorted(UPLOAD_SUFFIXES))} files"
+                )
+            output.note(f"{argument}: {len(found)} file{'s' if len(found) != 1 else ''}")
+            paths += found
+        elif argument.is_file():
+            paths.append(argument)
+        else:
+            raise UsageError("file_unreadable", f"cannot read {argument}: no such file or directory")
+    return list(dict.fromkeys(paths))
+
+
+def _upload_batches(paths: list[Path]) -> list[list[Path]]:
+    """`paths` in requests of at most UPLOAD_BATCH_FILES files and UPLOAD_BATCH_BYTES bytes."""
+    batches: list[list[Path]] = []
+    size = 0
+    for path in paths:
+        bytes_ = path.stat().st_size
+        if not batches or len(batches[-1]) >= UPLOAD_BATCH_FILES or size + bytes_ > UPLOAD_BATCH_BYTES:
+            batches.append([])
+            size = 0
+        batches[-1].append(path)
+        size += bytes_
+    return batches
+
+
+def _upload_results(results: list[dict[str, Any]], args: argparse.Namespace, output: Output) -> None:
     if args.json:
         output.json(results)
     else:
         output.table(uploads_table(results))
-    return EXIT_FAILED if any(r.get("status") == "failed" for r in results) else EXIT_DONE
 
 
 def _corpus_id(client: GraphQLClient, value: str) -> str:

@@ -54,6 +54,38 @@ def test_upload_by_corpus_name_ingests_each_file_and_says_which_failed(live_serv
     assert Document.objects.filter(corpus=corpus).count() == 2
 
 
+def test_a_directory_uploads_its_documents_in_batches_the_server_takes(
+    live_server, token, user, tmp_path, settings
+):
+    # given a folder of 25 notes in two levels, with a hidden file and an image beside them,
+    # and a server that takes at most 20 files a request
+    settings.DATA_UPLOAD_MAX_NUMBER_FILES = 20
+    corpus = corpus_create(creator=user, name="Notes")
+    (tmp_path / "2024").mkdir()
+    for n in range(25):
+        folder = tmp_path / "2024" if n % 2 else tmp_path
+        (folder / f"note-{n:02}.md").write_text(f"# Note {n}\n\nMeeting {n} agreed on item {n * 7}.\n")
+    (tmp_path / ".DS_Store").write_bytes(b"\x00\x01")
+    (tmp_path / "chart.png").write_bytes(b"\x89PNG\r\n")
+    result = deepcite(
+        "upload", str(tmp_path), "--corpus", "Notes", "--json", url=live_server.url, token=token
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "25 files" in result.stderr
+    outcomes = json.loads(result.stdout)
+    assert len(outcomes) == 25 and {o["status"] for o in outcomes} == {"ingested"}
+    assert Document.objects.filter(corpus=corpus).count() == 25
+    assert not Document.objects.filter(source_name__in=[".DS_Store", "chart.png"]).exists()
+
+
+def test_a_directory_with_no_documents_is_a_usage_error(live_server, token, user, tmp_path):
+    corpus_create(creator=user, name="Notes")
+    (tmp_path / "chart.png").write_bytes(b"\x89PNG\r\n")
+    result = deepcite("upload", str(tmp_path), "--corpus", "Notes", url=live_server.url, token=token)
+    assert result.returncode == 2 and "[no_files]" in result.stderr
+    assert not Document.objects.exists()
+
+
 def test_research_takes_the_corpus_by_name(live_server, token, user):
     corpus = corpus_create(creator=user, name="Samples")
     ingest_samples(corpus)
