@@ -203,6 +203,10 @@ def test_embed_all_finds_every_corpus_with_passages_to_embed(corpus, user, setti
     lines = [json.loads(line) for line in out.getvalue().splitlines()]
     assert [line["name"] for line in lines] == ["Other"]
     assert lines[0]["embedding_complete"] and lines[0]["embedded_now"] == lines[0]["passages"]
+    # run again, with nothing left to embed, it says so rather than nothing at all
+    out, err = StringIO(), StringIO()
+    call_command("embed", "--all", stdout=out, stderr=err)
+    assert out.getvalue() == "" and "nothing to do" in err.getvalue()
 
 
 @pytest.fixture(scope="session")

@@ -35,6 +35,8 @@ class Command(BaseCommand):
         try:
             if options["all"]:
                 corpora = self._pending_corpora()
+                if not corpora:
+                    self.stderr.write("every passage has the configured model's vector: nothing to do")
             else:
                 user = cli_user_get(username=options["user"])
                 corpora = [corpus_get_for_user(user=user, name=options["corpus"])]
