@@ -251,13 +251,13 @@ def _sentences_that_ask(text: str) -> str:
     sentences = [part for part in _FULL_STOP.split(text) if part.strip()]
     if len(sentences) < 2:
         return text
-    asking = [x for x in sentences if _asks(x)]
+    asks = [_asks(sentence) for sentence in sentences]
     lines: list[str] = []
     pending = ""
-    for sentence in sentences:
-        if asking and _sets_the_scene(sentence):
+    for sentence, asking in zip(sentences, asks, strict=True):
+        if any(asks) and _sets_the_scene(sentence):
             continue
-        if not _asks(sentence):
+        if not asking:
             pending += sentence + " "
             continue
         lines.append(pending + sentence)
@@ -267,25 +267,21 @@ def _sentences_that_ask(text: str) -> str:
     return "\n".join(lines)
 
 
+# Words that make a sentence a request ("For each agreement I need to know", "Also flag any").
+_REQUESTING = rf"{_WH}|{DOCUMENT_REQUEST_VERBS}|need|want|research"
+_ASKING = re.compile(rf"\b(?:{_REQUESTING}|compare|summari[sz]e|describe|explain)\b", re.IGNORECASE)
+_NOT_SCENE = re.compile(rf"\b(?:{_REQUESTING}|like)\b", re.IGNORECASE)
+
+
 def _asks(sentence: str) -> bool:
     """A question, or a request ("Also flag any that ...", "For each agreement I need to know")."""
-    return "?" in sentence or bool(
-        re.search(
-            rf"\b(?:{_WH}|{DOCUMENT_REQUEST_VERBS}|need|want|research|compare|summari[sz]e|describe|explain)\b",
-            sentence,
-            re.IGNORECASE,
-        )
-    )
+    return "?" in sentence or bool(_ASKING.search(sentence))
 
 
 def _sets_the_scene(sentence: str) -> bool:
     """ "I'm reviewing our NDA portfolio.", "We are a SaaS company.": no question, no request."""
     text = sentence.strip()
-    return bool(
-        _CONTEXT.match(text)
-        and "?" not in text
-        and not re.search(rf"\b(?:{_WH}|{DOCUMENT_REQUEST_VERBS}|need|want|like|research)\b", text, re.I)
-    )
+    return bool(_CONTEXT.match(text) and "?" not in text and not _NOT_SCENE.search(text))
 
 
 def _documents_named(prompt: str) -> str:
