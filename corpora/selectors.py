@@ -357,10 +357,14 @@ def documents_naming(
     found = {}
     for name in names:
         lower = name.lower()
-        forms = {lower, *DEMONYMS.get(lower, [])}
-        if len(lower) >= NAME_STEM_LETTERS:
-            forms |= {w for w in terms.vocabulary if w.startswith(lower[:NAME_STEM_LETTERS])}
-        forms |= {w for w in terms.vocabulary if len(w) >= NAME_STEM_LETTERS and lower.startswith(w)}
+        stem = lower[:NAME_STEM_LETTERS] if len(lower) >= NAME_STEM_LETTERS else None
+
+        def names_it(word: str, lower: str = lower, stem: str | None = stem) -> bool:
+            if stem is not None and word.startswith(stem):
+                return True
+            return len(word) >= NAME_STEM_LETTERS and lower.startswith(word)
+
+        forms = {lower, *DEMONYMS.get(lower, []), *filter(names_it, terms.vocabulary)}
         held = terms.documents_holding(forms)
         found[name] = held if scope is None else held & scope
     return found
