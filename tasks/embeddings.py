@@ -7,6 +7,7 @@ import threading
 
 from celery import shared_task
 from django.conf import settings
+from django.core.cache import cache
 from django.db import close_old_connections, connection
 
 from corpora.embedding import get_embedder
@@ -15,13 +16,39 @@ from corpora.services import passage_embed_pending
 
 logger = logging.getLogger(__name__)
 
+# How long a slice may hold its corpus before another task may take it (a worker that died
+# mid-slice): well above a slice's minute.
+SLICE_LOCK_SECONDS = 15 * 60
+
 
 @shared_task(name="corpora.embed_corpus", acks_late=True, ignore_result=True)
 def embed_corpus(corpus_id: int) -> int:
+    """Embed the corpus's pending passages, EMBEDDING_TASK_MAX_PASSAGES of them, then queue the
+    rest as a new task: a worker told to stop (a deploy) finishes a slice, not the corpus. One
+    slice of a corpus runs at a time; a task that finds one running (the beat sweep re-queued
+    the corpus meanwhile) leaves the rest to it."""
     corpus = Corpus.objects.filter(pk=corpus_id).first()
     if corpus is None:
         return 0
-    return passage_embed_pending(corpus=corpus)
+    lock = f"embedding:corpus:{corpus_id}"
+    try:
+        if not cache.add(lock, True, timeout=SLICE_LOCK_SECONDS):
+            return 0
+    except Exception:  # an unreachable cache: embed anyway (the writes are idempotent)
+        logger.warning(
+            "cache unavailable; corpus %s embedded without its slice lock", corpus_id, exc_info=True
+        )
+    limit = settings.EMBEDDING_TASK_MAX_PASSAGES or None
+    try:
+        done = passage_embed_pending(corpus=corpus, limit=limit)
+    finally:
+        try:
+            cache.delete(lock)
+        except Exception:  # it expires on its own
+            logger.warning("cache unavailable; the slice lock of corpus %s expires on its own", corpus_id)
+    if limit is not None and done >= limit:
+        embed_corpus.delay(corpus_id)
+    return done
 
 
 @shared_task(name="corpora.embed_pending_sweep", ignore_result=True)
@@ -78,7 +105,9 @@ class InProcessEmbeddingWorker:
                 self._pending.discard(corpus_id)
             try:
                 close_old_connections()
-                embed_corpus(corpus_id)
+                corpus = Corpus.objects.filter(pk=corpus_id).first()
+                if corpus is not None:  # a daemon thread: the whole corpus, no slices
+                    passage_embed_pending(corpus=corpus)
             except Exception:  # the thread must survive one bad corpus
                 logger.exception("in-process embedding of corpus %s failed", corpus_id)
             finally:

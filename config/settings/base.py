@@ -192,6 +192,10 @@ EMBEDDING_MODEL = env_str("EMBEDDING_MODEL", "text-embedding-3-small")
 EMBEDDING_API_KEY = env_str("EMBEDDING_API_KEY")
 EMBEDDING_TIMEOUT_SECONDS = env_float("EMBEDDING_TIMEOUT_SECONDS", 60.0)
 EMBEDDING_BATCH_SIZE = env_int("EMBEDDING_BATCH_SIZE", 256)
+# Passages one embedding task embeds before it queues the rest as a new task (0: the whole
+# corpus): a worker told to stop waits for one slice (512 passages, under a minute on a CPU),
+# not a corpus of thousands (15 minutes and more), and corpora take turns.
+EMBEDDING_TASK_MAX_PASSAGES = env_int("EMBEDDING_TASK_MAX_PASSAGES", 512)
 # Threads under the bundled model, torch's or onnxruntime's (0: one per CPU the process may use).
 # Every call into the model runs on one thread per process (corpora.embedding.InferenceThread),
 # so this is all it uses.

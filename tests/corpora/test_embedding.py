@@ -20,7 +20,7 @@ from corpora.exceptions import EmbeddingUnavailable
 from corpora.models import Passage
 from corpora.selectors import corpus_stats, passage_search
 from corpora.services import passage_embed_pending
-from tasks.embeddings import embed_pending_sweep, in_process_worker
+from tasks.embeddings import embed_corpus, embed_pending_sweep, in_process_worker
 from tests.factories import ingest_samples, ingest_text
 
 
@@ -139,6 +139,33 @@ def test_sweep_finds_corpora_with_pending_passages(user, embedding_server, setti
 
     assert embed_pending_sweep.apply().get() == 1
     assert corpus_stats(corpus=corpus)["embedding_complete"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_task_embeds_a_slice_and_queues_the_rest(user, embedding_server, settings):
+    from django.core.cache import cache
+
+    from corpora.services import corpus_create
+
+    # given a corpus of 5 passages and tasks of 2 (eager: each queued task runs at once)
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    settings.EMBEDDING_TASK_MAX_PASSAGES = 2
+    corpus = corpus_create(creator=user, name="Slices")
+    for n in range(5):
+        ingest_text(corpus, f"{n}.txt", f"Passage number {n} of the slices.", schedule_embedding=False)
+
+    # a task embeds its slice (a worker told to stop waits for 2, not 5), the tasks it queued the rest
+    assert embed_corpus.apply(args=[corpus.pk]).get() == 2
+    assert corpus_stats(corpus=corpus)["embedding_complete"]
+
+    # while a slice of a corpus runs, a task queued for it again (the beat sweep) leaves it be
+    ingest_text(corpus, "late.txt", "A passage added later.", schedule_embedding=False)
+    cache.add(f"embedding:corpus:{corpus.pk}", True)
+    try:
+        assert embed_corpus.apply(args=[corpus.pk]).get() == 0
+    finally:
+        cache.delete(f"embedding:corpus:{corpus.pk}")
+    assert embed_corpus.apply(args=[corpus.pk]).get() == 1
 
 
 @pytest.mark.embedding
