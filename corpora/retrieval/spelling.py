@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from lemminflect import getAllLemmas
+from lemminflect import getAllLemmas, getAllLemmasOOV
 from rapidfuzz import process
 from rapidfuzz.distance import DamerauLevenshtein
 
@@ -67,7 +67,7 @@ def corrections(
                 w for w, n in vocabulary.items() if n >= MIN_PASSAGES and w not in request_rank
             ]
         near = _nearest(lower, choices, vocabulary, request_rank)
-        if near is not None:
+        if near is not None and not _forms_of_one_word(lower, near):
             found[lower] = Correction(word, near.capitalize() if word[0].isupper() else near)
     return list(found.values())
 
@@ -129,6 +129,16 @@ def _nearest(
         near, key=lambda hit: (hit[1], request_rank.get(hit[0], last), -vocabulary.get(hit[0], 0), hit[0])
     )
     return best[0]
+
+
+def _forms_of_one_word(typed: str, near: str) -> bool:
+    """ "superseded" and the corpus's "supersedes", a verb the lexicon lacks: two forms of one
+    word by the inflection rules, so the typed one is no misspelling ("recieving" is "recieve",
+    not "receive")."""
+    return any(
+        set(getAllLemmasOOV(typed, upos).get(upos, ())) & set(getAllLemmasOOV(near, upos).get(upos, ()))
+        for upos in ("VERB", "NOUN")
+    )
 
 
 @functools.lru_cache(maxsize=4096)
