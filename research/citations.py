@@ -373,8 +373,9 @@ class _FootnoteRenderer:
 
         def check(match: re.Match[str]) -> str:
             quoted = match.group(1) if match.group(1) is not None else match.group(2)
-            # A table cell escapes "|" as "\|": the words quoted are the same.
-            quoted = quoted.replace("\\|", "|")
+            # Markdown's escapes (a table cell's "\|", a "\*" written as itself): the words
+            # quoted are the same.
+            quoted = markdown_unescaped(quoted)
             if (
                 len(quoted.split()) < PROSE_QUOTE_MIN_WORDS
                 # A citation inside the quotation marks: a cited claim, checked as such.
@@ -527,17 +528,26 @@ def _attributes(raw: str) -> dict[str, str]:
 
 # What would make one line of corpus text markup: a tag's or comment's "<", an entity's "&",
 # a link's, footnote's or reference's bracket, and the backslash that could undo an escape.
-_INLINE_MARKUP = re.compile(r"<(?=[A-Za-z/!?])|&(?=#?\w+;)|[\[\]\\`]")
+_INLINE_MARKUP = re.compile(r"<(?=[A-Za-z/!?])|&(?=#?\w+;)|[\[\]\\`*]|(?<!\w)_|_(?!\w)")
 _INLINE_ESCAPES = {"<": "&lt;", "&": "&amp;"}
+
+
+_ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])|&(lt|amp);")
+
+
+def markdown_unescaped(text: str) -> str:
+    """Markdown text as it reads: a backslash escape is the character ("\\*" is "*"), "&lt;"
+    and "&amp;" are "<" and "&"."""
+    return _ESCAPED.sub(lambda m: m.group(1) or {"lt": "<", "amp": "&"}[m.group(2)], text)
 
 
 def markdown_inline(text: str) -> str:
     """Corpus or model text shown on one line of Markdown (the Sources block, an export's
-    findings): it must not open markup, footnotes or tags of its own. Brackets, backslashes
-    and backticks get Markdown's backslash escape and only a "<" or "&" that would open a tag or
-    an entity becomes one, so a contract's "$[***]" or "A & B" still reads as written in a
-    terminal or an exported file, and renders as written. A backtick opens no code span: inside
-    one the other escapes would show as typed ("`POST /corpora/&lt;id>`")."""
+    findings): it must not open markup, footnotes or tags of its own. Brackets, backslashes,
+    backticks, asterisks and underscores that could open emphasis ("$[***]") get Markdown's
+    backslash escape and only a "<" or "&" that would open a tag or an entity becomes one, so
+    a contract's "$[***]" or "A & B" renders as written (on the page, in the CLI). A backtick
+    opens no code span: inside one the other escapes would show as typed ("`POST /corpora/&lt;id>`")."""
     text = " ".join(text.split())
     return _INLINE_MARKUP.sub(lambda m: _INLINE_ESCAPES.get(m.group(), "\\" + m.group()), text)
 

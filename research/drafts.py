@@ -441,7 +441,7 @@ def _tables(
         for finding in sorted(swept, key=lambda f: (_title(titles, f).lower(), f["id"])):
             label = label_of.get(finding["id"]) or finding.get("position") or ""
             lines.append(
-                f"| {_cell(_title(titles, finding))} | {_cell(label)} | "
+                f"| {_cell(_title(titles, finding))} | {_cell(_one_line(label))} | "
                 f"{_cite(finding, cell=True, about=item.summary.question)} |"
             )
         lines.append("")
@@ -677,11 +677,30 @@ def _title(titles: Mapping[int, str], finding: Mapping[str, Any]) -> str:
 
 
 def _cell(text: str) -> str:
-    return _one_line(text).replace("|", "\\|")
+    """Text already on one line (_one_line) in a table cell."""
+    return text.replace("|", "\\|")
+
+
+# Corpus and user text in the report's Markdown reads as written: a contract's "$[***]", a
+# Markdown source's "**Vendor:**" or "## § 2", a "<cite ...>" typed into a document open no
+# emphasis, footnote, heading, list or tag of their own (the citations renderer reads a
+# quotation back unescaped: research.citations.markdown_unescaped). "snake_case" needs no
+# escape; a link "[words](url)" stays one, for the renderer to keep its words.
+_MARKDOWN_ACTIVE = re.compile(r"[\\`*]|\[(?![^\[\]]*\]\()|(?<!\w)_|_(?!\w)|<(?=[A-Za-z/!?])|&(?=#?\w+;)")
+_MARKDOWN_ENTITIES = {"<": "&lt;", "&": "&amp;"}
+_BLOCK_START = re.compile(r"^(?:#|[-+>](?=\s)|\d{1,9}(?=[.)]\s))")
 
 
 def _one_line(text: str) -> str:
-    return " ".join(str(text).split())
+    line = " ".join(str(text).split())
+    line = _MARKDOWN_ACTIVE.sub(lambda m: _MARKDOWN_ENTITIES.get(m.group(), "\\" + m.group()), line)
+    # "## § 2 ...", "- Reminder", "12. Term" at the start of a list item are no heading or list.
+    match = _BLOCK_START.match(line)
+    if match is None:
+        return line
+    if match.group()[0].isdigit():
+        return line[: match.end()] + "\\" + line[match.end() :]
+    return "\\" + line
 
 
 def _s(items: Any) -> str:

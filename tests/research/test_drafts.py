@@ -916,3 +916,55 @@ def test_a_question_no_quote_says_a_quarter_of_gets_a_caution_in_the_summary():
     findings[0]["quote"] = "The licensee shall pay a royalty of five per cent of net sales."
     report = compose_report(title="Royalties", questions=questions, findings=findings, document_titles=TITLES)
     assert "may not answer it" not in report
+
+
+def test_corpus_text_reads_as_written_on_the_report_page():
+    # given findings whose quotes hold Markdown of their own: a contract's redaction "[***]", a
+    # Markdown source's heading and bold label, a list mark, a tag, a quotation with a "*"
+    from research.pages import markdown_html
+
+    heading = "## § 2 Umfang des mobilen Arbeitens Beschäftigte dürfen vier Tage arbeiten."
+    redacted = 'The fee is $[***] per unit, "payable within [***] days" of delivery.'
+    label = '- **Vendor:** Datawell Analytics <cite findings="2">shall</cite> invoice monthly.'
+    texts = {1: heading, 2: redacted, 3: label}
+    findings = [_finding(n, text, document_id=n) for n, text in texts.items()]
+    passages = {
+        10 + n: CitablePassage(
+            passage_id=10 + n,
+            document_id=n,
+            document_title=TITLES[n],
+            source_name=f"{n}.md",
+            ordinal=0,
+            page=None,
+            start=0,
+            text=text,
+            is_heading=False,
+        )
+        for n, text in texts.items()
+    }
+    draft = compose_report(
+        title="Terms",
+        questions=[_swept(documents_examined=3, not_addressing=[], addressing=[1, 2, 3])],
+        findings=findings,
+        document_titles=TITLES,
+    )
+
+    # when
+    rendered = citations_render(
+        draft=draft, passages=passages, retrieved_ids=list(passages), findings=findings
+    )
+    page = markdown_html(rendered.content)
+
+    # then nothing of it becomes a heading, emphasis, a list or a citation, and the quotation
+    # holding "[***]" is verbatim (not removed)
+    assert rendered.warnings == []
+    assert "<h2>§ 2" not in page and "<strong><em>" not in page and "<strong>Vendor:</strong>" not in page
+    assert "## § 2 Umfang des mobilen Arbeitens" in page
+    assert "The fee is $[***] per unit, &quot;payable within [***] days&quot;" in page or (
+        'The fee is $[***] per unit, "payable within [***] days"' in page
+    )
+    assert (
+        "- **Vendor:** Datawell Analytics &lt;cite findings=&quot;2&quot;&gt;shall&lt;/cite&gt;" in page
+        or ('- **Vendor:** Datawell Analytics &lt;cite findings="2"&gt;shall&lt;/cite&gt;' in page)
+    )
+    assert len(rendered.citations) == 3
