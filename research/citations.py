@@ -90,7 +90,16 @@ _CITE_OPEN = re.compile(r"<cite", re.IGNORECASE)
 _MARKER_CHARS = re.compile("[\ue000\ue001]")
 _MARKER = re.compile("\ue000(\\d+)\ue001")
 # A quotation in the prose: straight or typographic double quotes around at least three words.
-_PROSE_QUOTE = re.compile(r"\u201c([^\u201d\n]{3,2000}?)\u201d|\"([^\"\n]{3,2000}?)\"")
+# A quotation in the prose: in curly double or single marks, or in straight double marks that
+# open before a word and close after one, so that an inch mark ('the 12" tapes') opens none
+# (paired with the next mark it had hidden the quotation after it). A right single mark inside
+# a word is an apostrophe ("party's" typeset), not the closing mark.
+_PROSE_QUOTE = re.compile(
+    r"\u201c([^\u201d\n]{3,2000}?)\u201d|(?<!\w)\"(?=\S)([^\"\n]{3,2000}?)(?<=\S)\"(?!\w)|"
+    r"(?<!\w)\u2018([^\n]{3,2000}?)\u2019(?!\w)"
+)
+# A Markdown blockquote line ("> backups are kept forever"): a quotation too.
+_BLOCKQUOTE = re.compile(r"^(\s*>\s?)(.*)$")
 PROSE_QUOTE_MIN_WORDS = 3
 QUOTE_REMOVED = "[\u2026]"
 
@@ -372,7 +381,7 @@ class _FootnoteRenderer:
         verbatim in one of `sources` replaced by an ellipsis (and a warning)."""
 
         def check(match: re.Match[str]) -> str:
-            quoted = match.group(1) if match.group(1) is not None else match.group(2)
+            quoted = next(group for group in match.groups() if group is not None)
             # Markdown's escapes (a table cell's "\|", a "\*" written as itself): the words
             # quoted are the same.
             quoted = markdown_unescaped(quoted)
@@ -388,6 +397,15 @@ class _FootnoteRenderer:
 
         return _PROSE_QUOTE.sub(check, text)
 
+    def _checked_blockquote(self, text: str, sources: list[str]) -> str:
+        """A blockquote line's words (its footnote markers aside) must be verbatim in one of
+        `sources`, as a quotation's; else they are replaced by an ellipsis (and a warning)."""
+        quoted = markdown_unescaped(_MARKER.sub("", text)).strip().strip('"\u201c\u201d')
+        if len(quoted.split()) < PROSE_QUOTE_MIN_WORDS or any(quote_locate(s, quoted) for s in sources):
+            return self._checked_quotes(text, sources)
+        self.warnings.append(f"{WARNING_QUOTE_REMOVED}:{_preview(quoted)}")
+        return QUOTE_REMOVED + "".join(marker.group() for marker in _MARKER.finditer(text))
+
     def check_prose_quotes(self, text: str) -> str:
         """Quotations outside the citations: each paragraph's must be verbatim in a passage that
         paragraph cites (with no citation, none can be)."""
@@ -399,6 +417,11 @@ class _FootnoteRenderer:
             # A quotation never spans a line, nor a table's cells: a quotation mark one cell
             # leaves open (a label cut inside a defined term) does not pair with the next cell's.
             for line in re.split(r"(\n)", paragraph):
+                if blockquote := _BLOCKQUOTE.match(line):
+                    checked.append(
+                        blockquote.group(1) + self._checked_blockquote(blockquote.group(2), sources)
+                    )
+                    continue
                 cells = re.split(r"((?<!\\)\|)", line) if line.lstrip().startswith("|") else [line]
                 checked += [c if c == "|" else self._checked_quotes(c, sources) for c in cells]
         return "".join(checked)

@@ -850,6 +850,20 @@ def test_with_findings_required_a_passage_no_finding_quotes_gets_no_footnote():
             '| Doc | the defined term" of its label | It says "not be liable for any indirect '
             'damages".[^1] |',
         ),
+        (
+            '<cite findings="1">On the 12" tapes it says "liable for all damages whatsoever".</cite>',
+            'On the 12" tapes it says [\u2026].[^1]',
+        ),
+        (
+            '<cite findings="1">It says \u2018liable for all damages whatsoever\u2019 and the party\u2019s '
+            "\u2018not be liable for any indirect damages\u2019.</cite>",
+            "It says [\u2026] and the party\u2019s \u2018not be liable for any indirect damages\u2019.[^1]",
+        ),
+        (
+            '> liable for all damages whatsoever <cite findings="1">per clause 9</cite>\n'
+            '> <cite findings="1">not be liable for any indirect damages</cite>',
+            "> [\u2026][^1]\n> not be liable for any indirect damages[^1]",
+        ),
     ],
     ids=[
         "verbatim-in-claim",
@@ -858,6 +872,9 @@ def test_with_findings_required_a_passage_no_finding_quotes_gets_no_footnote():
         "same-paragraph",
         "short-term",
         "table-cells",
+        "inch-mark",
+        "single-curly",
+        "blockquote",
     ],
 )
 def test_quotations_in_the_prose_must_be_verbatim_in_a_cited_passage(draft, body):
