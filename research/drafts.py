@@ -188,6 +188,7 @@ def _summary(
             continue
         q, documents = item.summary, {f["document_id"] for f in evidence}
         notes: list[str] = []
+        count = 0
         if q.swept and q.documents_examined:
             count = len(set(q.addressing) or {f["document_id"] for f in _table_rows(item)})
             head = f"{count} of {q.documents_examined} documents examined address it"
@@ -203,7 +204,7 @@ def _summary(
         notes += _weak_evidence(q.question, evidence)
         if notes:
             head += f" ({'; '.join(notes)})"
-        shown = _positions_text(item, positions)
+        shown = _positions_text(item, positions, count if q.swept and q.documents_examined else None)
         if shown:
             lines.append(f"- **{_one_line(q.question)}** {head}. Positions: {shown}.")
         else:
@@ -279,8 +280,12 @@ def _both(conjunctions: Sequence[_Conjunction]) -> list[str]:
     return lines
 
 
-def _positions_text(item: _Question, positions: Mapping[int, Sequence[Position]]) -> str:
-    """The question's main positions, each with its count of documents, cited: "" with none."""
+def _positions_text(
+    item: _Question, positions: Mapping[int, Sequence[Position]], documents: int | None = None
+) -> str:
+    """The question's main positions, each with its count of documents, cited: "" with none.
+    Past SUMMARY_POSITIONS, the positions left and their documents are counted; of `documents`
+    addressing it, those in no position (a finding shared with another question) too."""
     every = list(positions.get(item.summary.index, ()))
     shown = "; ".join(
         _cite_ids(
@@ -289,8 +294,18 @@ def _positions_text(item: _Question, positions: Mapping[int, Sequence[Position]]
         )
         for g in every[:SUMMARY_POSITIONS]
     )
-    more = len(every) - SUMMARY_POSITIONS
-    return f"{shown}; and {more} more under Key findings" if more > 0 else shown
+    if not shown:
+        return shown
+    rest = every[SUMMARY_POSITIONS:]
+    if rest:
+        count = sum(_documents(item, g) for g in rest)
+        more = f"{len(rest)} more position{_s(rest)} ({count} document{_s(range(count))})"
+        shown += f"; and {more} under Key findings"
+    placed = sum(_documents(item, g) for g in every)
+    if documents is not None and documents > placed:
+        unplaced = documents - placed
+        shown += f"; {unplaced} more document{_s(range(unplaced))} listed under Documents"
+    return shown
 
 
 def _answers_by_absence(item: _Question) -> bool:

@@ -348,10 +348,31 @@ def test_the_summary_says_how_many_positions_it_does_not_name():
     # when
     report = _grouped_report(questions, findings, positions)
 
-    # then the Summary names four and counts the other two
+    # then the Summary names four and counts the other two, and their documents
     [line] = _section(report, "## Summary")
-    assert '<cite findings="4">1 document: position 4</cite>; and 2 more under Key findings.' in line
+    assert (
+        '<cite findings="4">1 document: position 4</cite>; '
+        "and 2 more positions (2 documents) under Key findings."
+    ) in line
     assert "position 5" not in line
+
+
+def test_the_summary_counts_the_documents_addressing_it_that_no_position_holds():
+    # given four documents addressing a question, three of them grouped into positions (the
+    # fourth's finding answers another question too, and is listed in the table)
+    questions = [_swept(documents_examined=6, not_addressing=[], addressing=[1, 2, 3, 4])]
+    findings = [_finding(i, f"{TITLES[i]} says {i}", document_id=i) for i in range(1, 4)]
+    positions = {0: [Position(f"position {i}", [i]) for i in range(1, 4)]}
+
+    # when
+    report = _grouped_report(questions, findings, positions)
+
+    # then "4 of 6" is not followed by three documents' positions alone
+    [line] = _section(report, "## Summary")
+    assert "4 of 6 documents examined address it" in line
+    assert line.endswith(
+        '<cite findings="3">1 document: position 3</cite>; 1 more document listed under Documents.'
+    )
 
 
 def test_a_finding_key_findings_shows_is_not_repeated_in_the_detailed_analysis():
