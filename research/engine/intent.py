@@ -42,7 +42,10 @@ _COLLECTION = re.compile(
 )
 _COMPARISON = re.compile(
     r"\b(?:compare|comparison|versus|vs\.?|differ|differs|difference|differences|contrast|"
-    r"similarities|similar|whereas|rather\s+than|better|worse)\b",
+    r"similarities|similar|whereas|rather\s+than|better|worse|"
+    # "What changed between v1 and v2?", "How has the policy changed since 2022?"
+    r"what\s+(?:has\s+|have\s+)?changed|chang(?:e|ed|es)\s+(?:between|from|since|over)|"
+    r"how\s+(?:has|have|did)\s+(?:\w+\s+){0,4}?(?:changed?|evolved?))\b",
     re.IGNORECASE,
 )
 # A request for research ("research X", "deep dive", "report on") wants the deep path whatever its length.

@@ -71,7 +71,13 @@ def test_a_request_for_one_fact_of_one_document_takes_the_fast_path():
 
 @pytest.mark.parametrize(
     "text",
-    ["Governing law versus jurisdiction", "Compare the indemnity caps", "Where do the terms differ?"],
+    [
+        "Governing law versus jurisdiction",
+        "Compare the indemnity caps",
+        "Where do the terms differ?",
+        "What changed between these two versions of the expense policy?",
+        "How has the remote work policy changed since 2022?",
+    ],
 )
 def test_comparison_words_make_a_collection_question(text):
     assert is_collection_question(text, documents=0) is True
