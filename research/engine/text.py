@@ -15,6 +15,12 @@ from corpora.retrieval.query import STOPWORDS, words
 SENTENCE_MAX_CHARS = 600
 # A heading is a line of at most this many characters.
 HEADING_MAX_CHARS = 120
+# A line in sentence case this short, with no sentence's end, above a line opening with a
+# capital is a heading ("Limitation of liability").
+TITLE_MAX_WORDS = 6
+TITLE_MAX_CHARS = 60
+# A piece ending in a colon this short is a label of what follows ("Primary caregivers:").
+LABEL_MAX_WORDS = 5
 SENTENCE_MIN_CHARS = 25
 # Words that carve something out of a rule. A long sentence is not cut where its carve-out would
 # go to a later piece (a quote of the rule without its "provided that ..." would misstate it),
@@ -160,9 +166,13 @@ _ENUMERATION = re.compile(r",\s*(?:and\s+|or\s+)?|\s+and\s+(?=[^,]*$)", re.IGNOR
 # A sentence ends at a full stop (or ? ! ; :) before a capital or a digit, at a blank line, before
 # a line opening with a bullet or an item mark, and at a full stop before an item mark ("...
 # hereto. (d) No Third Party Beneficiaries." is two).
+# An item mark opening a line ("(a) ", "12. ") starts a sentence after a line that ends one or
+# a clause (", and"), or before a capital: "... in the twelve\n(12) months preceding" is one.
+_ITEM = r"\(?[a-z0-9]{1,3}[.)]\s"
 _SENTENCE_END = re.compile(
     r"(?<=[.!?;:])\s+(?=[\"'(\[]?[A-Z0-9])|(?<=\.)\s+(?=\([a-z]{1,3}\)\s)|\n\s*\n|"
-    r"\n(?=\s*(?:[-*\u2022]|\(?[a-z0-9]{1,3}[.)])\s)"
+    rf"\n(?=\s*[-*\u2022]\s)|(?<=[.:;,])\n(?=\s*{_ITEM})|(?<=\band)\n(?=\s*{_ITEM})|"
+    rf"(?<=\bor)\n(?=\s*{_ITEM})|\n(?=\s*{_ITEM}\s*[\"'(\[]?[A-Z])"
 )
 
 
@@ -657,11 +667,14 @@ def headed_sentences(text: str, heading: str = "") -> list[tuple[str, str]]:
     """The passage's sentences (as `sentences`), each with the heading it is read under: the last
     heading above it in the passage ("3. BACKUPS"), else `heading` (the passage's own)."""
     found: list[tuple[str, str]] = []
-    for piece in (p for part in _SENTENCE_END.split(text) for p in _heading_lines(part)):
+    # Each piece keeps the space after it, so that pieces joined are the passage's text still.
+    parts = re.split(f"({_SENTENCE_END.pattern})", text)
+    ends = [part + (parts[i + 1] if i + 1 < len(parts) else "") for i, part in enumerate(parts) if i % 2 == 0]
+    for piece, is_heading in _labels_joined([p for part in ends for p in _heading_lines(part)]):
         piece = piece.strip()
         if not piece:
             continue
-        if _is_heading(piece):
+        if is_heading:
             heading = piece
             continue
         while len(piece) > SENTENCE_MAX_CHARS:
@@ -676,21 +689,66 @@ def headed_sentences(text: str, heading: str = "") -> list[tuple[str, str]]:
     return [(h, s) for h, s in found if _is_statement(s)]
 
 
-def _heading_lines(text: str) -> list[str]:
-    """`text` split after each line that reads as a heading (see _is_heading), and before one in
-    capitals under a line that is not a sentence's end ("QuickLinks -- Click here ...\nMUTUAL
-    NON-DISCLOSURE AGREEMENT\n This Agreement ..." is a banner, a title and a sentence)."""
-    pieces, start, line_start = [], 0, 0
+def _labels_joined(pieces: list[tuple[str, bool]]) -> list[tuple[str, bool]]:
+    """A label ending in a colon ("Primary caregivers:", "The Receiving Party shall:") read with
+    what follows it, so that "16 weeks of fully paid parental leave." does not read as everyone's.
+    The pieces are consecutive in the passage: joined, they are its text still."""
+    joined: list[tuple[str, bool]] = []
+    for piece, is_heading in pieces:
+        if joined and not is_heading and piece.strip() and _is_label(joined[-1]):
+            joined[-1] = (joined[-1][0] + piece, False)
+        else:
+            joined.append((piece, is_heading))
+    return joined
+
+
+def _is_label(piece: tuple[str, bool]) -> bool:
+    text, is_heading = piece
+    text = text.strip()
+    return not is_heading and text.endswith(":") and 0 < len(text.split()) <= LABEL_MAX_WORDS
+
+
+def _heading_lines(text: str) -> list[tuple[str, bool]]:
+    """`text` split after each line that reads as a heading (see _is_heading, _is_titled_line),
+    each piece with whether it is one, and before one in capitals or a Markdown heading under a
+    line that is not a sentence's end ("QuickLinks -- Click here ...\nMUTUAL NON-DISCLOSURE
+    AGREEMENT\n This Agreement ..." is a banner, a title and a sentence). The pieces are
+    consecutive in `text`, the line breaks after headings left out."""
+    pieces: list[tuple[str, bool]] = []
+    start, line_start = 0, 0
     for match in re.finditer(r"\n|$", text):
         line = text[line_start : match.start()]
-        if line_start > start and line.strip() and line == line.upper() and _is_heading(line.strip()):
-            pieces.append(text[start:line_start])
+        stripped = line.strip()
+        if (
+            line_start > start
+            and stripped
+            and (stripped.startswith("#") or (line == line.upper() and _is_heading(stripped)))
+        ):
+            pieces.append((text[start:line_start], False))
             start = line_start
-        if _is_heading(text[start : match.start()]):
-            pieces.append(text[start : match.start()])
+        following = text[match.end() :].lstrip(" \t")
+        if _is_heading(text[start : match.start()]) or (
+            line_start == start and match.group() and _is_titled_line(stripped, following)
+        ):
+            pieces.append((text[start : match.start()], True))
             start = match.end()
         line_start = match.end()
-    return [*pieces, text[start:]]
+    return [*pieces, (text[start:], False)]
+
+
+def _is_titled_line(line: str, following: str) -> bool:
+    """A Markdown heading ("## § 2 Umfang des mobilen Arbeitens"), or a short line in sentence
+    case with no punctuation of a sentence's end, above a line opening with a capital
+    ("Limitation of liability\nExcept for ...")."""
+    if line.startswith("#"):
+        return True
+    return (
+        0 < len(line.split()) <= TITLE_MAX_WORDS
+        and len(line) <= TITLE_MAX_CHARS
+        and line[:1].isupper()
+        and line[-1] not in ".,;:!?\"'\u201d)"
+        and following[:1].isupper()
+    )
 
 
 def _is_heading(line: str) -> bool:

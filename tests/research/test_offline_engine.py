@@ -505,6 +505,48 @@ def test_an_item_mark_after_a_full_stop_starts_a_sentence_and_a_list_inside_one_
     assert sentences(listed) == [listed]
 
 
+def test_a_number_wrapped_to_the_start_of_a_line_goes_on_with_its_sentence():
+    # given a PDF's hard-wrapped clause whose next line opens with "(12)", and a real list
+    wrapped = (
+        "each party's total aggregate\nliability shall not exceed the fees paid or payable by Customer "
+        "in the twelve\n(12) months preceding the event giving rise to the claim."
+    )
+    listed = (
+        "The Receiving Party shall:\n(a) hold the information in confidence; and\n"
+        "(b) use it only for the Purpose."
+    )
+
+    # then the clause is one sentence, cut nowhere; the list's items are sentences, the first
+    # read with the label that introduces it
+    assert sentences(wrapped) == [wrapped]
+    assert sentences(listed) == [
+        "The Receiving Party shall:\n(a) hold the information in confidence; and",
+        "(b) use it only for the Purpose.",
+    ]
+
+
+def test_a_heading_in_sentence_case_or_markdown_is_no_part_of_a_quote_and_a_label_is():
+    # given headings in sentence case and in Markdown, and a label ending in a colon
+    text = (
+        "Limitation of liability\nExcept for breaches of confidentiality, liability shall not exceed "
+        "the fees paid.\nParental leave\nPrimary caregivers: 16 weeks of fully paid parental leave.\n"
+        "## § 2 Umfang des mobilen Arbeitens\nBeschäftigte dürfen bis zu vier (4) Tage pro Woche arbeiten."
+    )
+
+    # then each sentence is read under its heading, without it, and the label stays with its value
+    assert headed_sentences(text) == [
+        (
+            "Limitation of liability",
+            "Except for breaches of confidentiality, liability shall not exceed the fees paid.",
+        ),
+        ("Parental leave", "Primary caregivers: 16 weeks of fully paid parental leave."),
+        (
+            "## § 2 Umfang des mobilen Arbeitens",
+            "Beschäftigte dürfen bis zu vier (4) Tage pro Woche arbeiten.",
+        ),
+    ]
+
+
 def test_best_sentences_prefer_matching_body_sentences_one_per_passage():
     results = [
         {
