@@ -189,6 +189,8 @@ def plan_questions(prompt: str, breadth: int) -> list[str]:
         is_enumeration = (
             "?" not in segment
             and all(0 < len(words(i)) <= 6 for i in items)
+            # "our parental leave entitlements, and whether they changed over time": one subject
+            and not any(_follows_up(item) for item in items[1:])
             and (len(items) >= 3 or (len(items) == 2 and all(len(content_words(i)) >= 2 for i in items)))
         )
         pair = conjunction(segment)
@@ -236,7 +238,11 @@ def request_segments(prompt: str) -> list[str]:
                 part = part[0].upper() + part[1:]
             if part:
                 completed = _complete_ellipsis(previous, part)
-                if segments and completed == part and _follows_up(part):
+                # Of a question and one more ("... renew automatically, and how much notice is
+                # needed to stop the renewal?"), the second may refer back with "the"; in a
+                # list ("whether A, whether B, and how long C") each is a question of its own.
+                earlier = segments[-1] if segments and len(parts) == 2 else ""
+                if segments and completed == part and _follows_up(part, earlier):
                     # "..., and how long does each restriction last?", "If so, what amount?":
                     # asked of the question before it, not of the collection on its own.
                     joined = segments[-1].rstrip(" ?.") + ", and " if position else segments[-1] + " "
@@ -457,16 +463,39 @@ _FOLLOW_UP_OPENING = re.compile(r"^\W*(?:and\s+)?if\s+(?:so|yes|any|they\s+do|it
 _POINTING_BACK = re.compile(r"\b(?:each|such|they|them|their|these|those)\b", re.IGNORECASE)
 FOLLOW_UP_MAX_WORDS = 3
 FRAGMENT_MAX_WORDS = 3
+# "the renewal" names what "renew automatically" asked about: stems sharing this many letters.
+REFERENCE_MIN_LETTERS = 4
 
 
-def _follows_up(part: str) -> bool:
+def _follows_up(part: str, previous: str = "") -> bool:
+    """A part asked of the question before it ("if so, what amount?", "and how long does each
+    restriction last?", "how much notice is needed to stop the renewal?" after "Which contracts
+    renew automatically?"), not of the collection on its own."""
     if _FOLLOW_UP_OPENING.match(part):
         return True
     own = content_words(part)
     if _POINTING_BACK.search(part) and len(own) <= FOLLOW_UP_MAX_WORDS:
         return True
+    if previous and _refers_back(part, previous):
+        return True
     # "what minimum amounts?", "how long?"; not "... or can be terminated?", a second predicate
     return bool(re.match(rf"(?:{_WH})\b", part, re.IGNORECASE)) and len(words(part)) <= FRAGMENT_MAX_WORDS
+
+
+def _refers_back(part: str, previous: str) -> bool:
+    """A "how" or "what" question naming with "the" what the question before it asked about
+    ("... stop the renewal?" after "... renew automatically?"); a "which" question is a
+    parallel one ("which require the employees to sign?")."""
+    if not re.match(r"(?:how|what|when|whether)\b", part, re.IGNORECASE):
+        return False
+    earlier = {stem(w) for w in content_words(previous)}
+    return any(
+        any(
+            len(min(a, b, key=len)) >= REFERENCE_MIN_LETTERS and (a.startswith(b) or b.startswith(a))
+            for b in earlier
+        )
+        for a in (stem(m.group(1).lower()) for m in re.finditer(r"\bthe\s+([^\W\d_]+)", part, re.IGNORECASE))
+    )
 
 
 def core_question(question: str) -> str:
@@ -479,7 +508,8 @@ def core_question(question: str) -> str:
     if len(sentences) > 1 and not all(_follows_up(s.strip(" ?.")) for s in sentences[1:]):
         return question
     parts = _SECOND_QUESTION.split(first)
-    if len(parts) > 1 and all(_follows_up(p.strip(" ?.,")) for p in parts[1:]):
+    earlier = parts[0] if len(parts) == 2 else ""
+    if len(parts) > 1 and all(_follows_up(p.strip(" ?.,"), earlier) for p in parts[1:]):
         first = parts[0].rstrip(" ,;:")
     return first.rstrip(" ?.") + "?" if first.rstrip().endswith("?") or first != sentences[0] else first
 

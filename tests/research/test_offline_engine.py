@@ -109,6 +109,21 @@ from research.engine.text import (
             "Which contracts require insurance, and what minimum amounts?",
             ["Which contracts require insurance, and what minimum amounts?"],
         ),
+        # ... and one naming with "the" what the question before it asks about; a "which" one is
+        # a question of its own
+        (
+            "Which contracts renew automatically, and how much notice is needed to stop the renewal?",
+            ["Which contracts renew automatically, and how much notice is needed to stop the renewal?"],
+        ),
+        (
+            "Which NDAs allow disclosure to employees, and which require the employees to sign?",
+            ["Which NDAs allow disclosure to employees?", "Which NDAs require the employees to sign?"],
+        ),
+        # an enumeration's item pointing back is no subject of its own
+        (
+            "Please research our parental leave entitlements, and whether they changed over time.",
+            ["our parental leave entitlements, and whether they changed over time"],
+        ),
         # a paragraph: the sentence setting the scene says nothing, each one asking is asked, a
         # lead-in's list of "whether" clauses is a list of questions, and "flag any that ..." asks
         # for the documents the request names
