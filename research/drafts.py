@@ -10,7 +10,7 @@ from typing import Any
 
 from research.engine.grouping import group_texts
 from research.engine.intent import document_words
-from research.engine.text import content_words, names_held_by_none
+from research.engine.text import content_words, denies, names_held_by_none
 
 OTHER_FINDINGS = "Other findings"
 GROUP_EXAMPLES = 3
@@ -241,7 +241,12 @@ def _conjunctions(
         if len(of) != 2 or None in of or not all(item.summary.swept for item in of):
             continue
         first, second = of
-        answers = [_answer(first, titles), _answer(second, titles)]
+        # A document whose quotes deny what a question asks may be done ("neither party may
+        # terminate this agreement for convenience") addresses it, and does not have it.
+        answers = [
+            {d: t for d, t in _answer(item, titles).items() if d not in _denying(item)}
+            for item in (first, second)
+        ]
         shared = set(answers[0]) & set(answers[1])
         cites = {d: [f for item in of for f in item.findings if f["document_id"] == d] for d in shared}
         documents = sorted(((answers[0][d], cites[d]) for d in shared), key=lambda t: t[0].lower())
@@ -254,6 +259,18 @@ def _conjunctions(
             )
         )
     return found
+
+
+def _denying(item: _Question) -> set[int]:
+    """The documents all of whose findings for a question asked in the affirmative deny it."""
+    if item.summary.asked:
+        return set()
+    verdicts: dict[int, set[bool]] = {}
+    for finding in item.findings:
+        verdicts.setdefault(finding["document_id"], set()).add(
+            denies(finding["quote"], item.summary.question)
+        )
+    return {d for d, said in verdicts.items() if said == {True}}
 
 
 def _both(conjunctions: Sequence[_Conjunction]) -> list[str]:

@@ -44,7 +44,7 @@ from research.engine.feedback import (
 )
 from research.engine.grouping import group_texts
 from research.engine.intent import document_words
-from research.engine.text import REQUEST_WORDS
+from research.engine.text import DENIED_LABEL, REQUEST_WORDS, denies
 from research.exceptions import FindingRejected
 from research.models import ReportStatus
 from research.runloop import database
@@ -463,10 +463,28 @@ class RunStore:
                 logger.warning("quote embedding failed; findings are grouped by their words", exc_info=True)
                 return None
 
-        groups = group_texts(
-            [f["quote"] for f in findings], await asyncio.to_thread(vectors), exclude=[question]
-        )
-        result = [{"label": g.label, "finding_ids": [findings[i]["id"] for i in g.members]} for g in groups]
+        matrix = await asyncio.to_thread(vectors)
+        # Quotes denying what the question asks may be done ("neither party may terminate this
+        # agreement for convenience") take positions of their own, labelled so: they address
+        # the question, and answer it no.
+        denied = [i for i, f in enumerate(findings) if denies(f["quote"], question)]
+        result = []
+        for members, prefix in (
+            ([i for i in range(len(findings)) if i not in denied], ""),
+            (denied, DENIED_LABEL),
+        ):
+            if not members:
+                continue
+            groups = group_texts(
+                [findings[i]["quote"] for i in members],
+                None if matrix is None else matrix[members],
+                exclude=[question],
+            )
+            result += [
+                {"label": prefix + g.label, "finding_ids": [findings[members[i]]["id"] for i in g.members]}
+                for g in groups
+            ]
+        result.sort(key=lambda g: -len(g["finding_ids"]))
         self.positions.update({finding_id: g["label"] for g in result for finding_id in g["finding_ids"]})
         call = ToolCall("group_findings", {"findings": len(findings)}, _ms(started), f"{len(result)} groups")
         await database(self._log, call)

@@ -908,3 +908,68 @@ def best_sentences(
         if len(chosen) >= limit:
             break
     return list(chosen.values())
+
+
+# --- Denials --------------------------------------------------------------------------------
+# A question asking whether something may be done ("Which contracts let us terminate for
+# convenience?", "... allow the receiving party to share ...").
+_ASKS_PERMISSION = re.compile(
+    r"\b(?:may|can|could|allows?|allowing|allowed|permits?|permitting|permitted|let|lets|rights?|"
+    r"entitles?|entitled|able|option)\b",
+    re.IGNORECASE,
+)
+_DENIAL = re.compile(
+    r"\b(?:neither|no)\s+party\s+(?:\w+\s+){0,3}?(?:may|shall|can|will)\b|"
+    r"\b(?:may|shall|can|will)\s+not\b|\bcannot\b|\bno\s+(?:right|option|entitlement)\s+to\b|"
+    r"\bnot\s+(?:be\s+)?(?:entitled|permitted|allowed)\s+to\b",
+    re.IGNORECASE,
+)
+_PERMISSION = re.compile(
+    r"\b(?:may|can|is\s+entitled\s+to|are\s+entitled\s+to|(?:has|have)\s+the\s+right\s+to)\s+((?:\w+\s+){0,2}\w+)",
+    re.IGNORECASE,
+)
+# What limits a denial: "shall not disclose ... except to its employees" allows something.
+_EXCEPTION = re.compile(r"\b(?:except|unless|provided|other\s+than|save\s+for|without\s+the\s+prior)\b", re.I)
+DENIAL_CLAUSE_CHARS = 100
+# A position of quotes denying it (research.engine.store.group_findings).
+DENIED_LABEL = "not allowed: "
+
+
+def denies(quote: str, question: str) -> bool:
+    """Whether `quote` denies what `question` asks may be done: "neither party may terminate this
+    agreement for convenience" for "Which contracts let us terminate for convenience?". Not
+    where the quote also grants it ("Either party may terminate ...; Customer shall not ..."),
+    nor where its denial has an exception ("shall not disclose ... except to its employees"):
+    such a quote addresses the question without answering it no."""
+    if not _ASKS_PERMISSION.search(question) or negated(question) is not None:
+        return False
+    asked = re.sub(rf"\b(?:{DOCUMENT_NOUNS}|{DOCUMENT_NOUN})\b", " ", core_question(question), flags=re.I)
+    terms = {stem(w) for w in content_words(asked)}
+    if not terms or _EXCEPTION.search(quote):
+        return False
+
+    def says(text: str) -> bool:  # "assigned" says "assignment"
+        return any(_same_stem(stem(w), term) for w in content_words(text) for term in terms)
+
+    def governs(start: int) -> bool:
+        return says(re.split(r"[.;:]", quote[start : start + DENIAL_CLAUSE_CHARS], maxsplit=1)[0])
+
+    denials = [m for m in _DENIAL.finditer(quote) if governs(m.end())]
+    if not denials:
+        return False
+    denied = {m.start() for m in denials} | {m.end() for m in denials}
+    for granted in _PERMISSION.finditer(quote):
+        before = quote[max(0, granted.start() - 20) : granted.start()].lower()
+        if (
+            granted.start() in denied
+            or granted.end() in denied
+            or re.search(r"\b(?:neither|no|nor|not)\b", before)
+        ):
+            continue
+        if not re.match(r"not\b", granted.group(1), re.I) and says(granted.group(1)):
+            return False
+    return True
+
+
+def _same_stem(a: str, b: str) -> bool:
+    return a == b or (min(len(a), len(b)) >= REFERENCE_MIN_LETTERS and (a.startswith(b) or b.startswith(a)))

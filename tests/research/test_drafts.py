@@ -989,3 +989,40 @@ def test_corpus_text_reads_as_written_on_the_report_page():
         or ('- **Vendor:** Datawell Analytics &lt;cite findings="2"&gt;shall&lt;/cite&gt;' in page)
     )
     assert len(rendered.citations) == 3
+
+
+def test_a_document_denying_one_of_two_clauses_does_not_answer_both():
+    # given "both X and Y", X asking whether the contracts let one terminate for convenience:
+    # Alpha allows it, Beta says neither party may; both cap liability
+    convenience = "Which contracts let us terminate for convenience?"
+    cap = "Which contracts cap liability?"
+    questions = [
+        _swept(index=0, question=convenience, addressing=[1, 2], not_addressing=[], documents_examined=2),
+        _swept(index=1, question=cap, addressing=[1, 2], not_addressing=[], documents_examined=2),
+    ]
+    findings = [
+        _finding(
+            1, "Either party may terminate this agreement for convenience on 30 days notice.", document_id=1
+        ),
+        _finding(
+            2, "Neither party may terminate this agreement for convenience during the term.", document_id=2
+        ),
+        _finding(3, "Liability is capped at the fees paid.", document_id=1, question=1),
+        _finding(4, "Liability shall not exceed the fees paid in the last year.", document_id=2, question=1),
+    ]
+
+    # when
+    report = compose_report(
+        title="Vendor review",
+        questions=questions,
+        findings=findings,
+        document_titles=TITLES,
+        both=[{"question": "Which contracts have both?", "of": [0, 1]}],
+    )
+
+    # then Beta addresses the first question and is not among those that have both
+    assert "2 of 2 documents examined address it" in _section(report, "## Summary")[1]
+    assert _section(report, "## Documents answering both: Which contracts have both?")[1:] == [
+        '- *Alpha NDA*: <cite findings="1">Either party may terminate this agreement for convenience on '
+        "30 days notice.</cite>"
+    ]

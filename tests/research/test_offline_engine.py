@@ -11,6 +11,7 @@ from research.engine.text import (
     best_sentences,
     claim_of,
     core_question,
+    denies,
     headed_sentences,
     negated,
     plan_questions,
@@ -654,3 +655,43 @@ def test_a_documents_opening_recital_is_quoted_only_for_its_parties_or_date():
     # a question about its parties may quote them
     chosen = best_sentences("Who are the parties to the non-solicitation agreement?", [opening, covenant], 2)
     assert 1 in [c.passage_id for c in chosen]
+
+
+_CONVENIENCE = "Which vendor contracts let us terminate for convenience, and with how much notice?"
+_SHARE = "Which NDAs allow the receiving party to share confidential information with employees?"
+
+
+@pytest.mark.parametrize(
+    ("question", "quote", "denied"),
+    [
+        (
+            _CONVENIENCE,
+            "Neither party may terminate this agreement for convenience during the fixed term.",
+            True,
+        ),
+        (
+            _CONVENIENCE,
+            "Either party may terminate this contract at any time by giving 14 days notice.",
+            False,
+        ),
+        # granted and denied in one quote, or denied with an exception: not a plain no
+        (
+            _CONVENIENCE,
+            "Customer may terminate for convenience; Provider shall not terminate in year one.",
+            False,
+        ),
+        (_CONVENIENCE, "Customer may not terminate this Agreement except for material breach.", False),
+        (_SHARE, "The Receiving Party shall not disclose Confidential Information to any third party.", True),
+        (
+            _SHARE,
+            "The Receiving Party shall not disclose Confidential Information except to its employees.",
+            False,
+        ),
+        ("Which contracts permit assignment?", "This Agreement may not be assigned by either party.", True),
+        # a question asking for no permission: an obligation's "shall not" is the clause itself
+        ("Which contracts have a non-compete?", "Employee shall not compete with the Company.", False),
+        ("Which contracts cap liability?", "In no event shall liability exceed the fees paid.", False),
+    ],
+)
+def test_a_quote_denying_what_a_question_asks_may_be_done_is_told(question, quote, denied):
+    assert denies(quote, question) is denied

@@ -684,6 +684,35 @@ def test_the_answers_give_each_document_the_position_its_table_row_shows(user, c
     assert {d["document_id"] for d in answer["documents"] if d["addresses"]} == set(documents[:3])
 
 
+def test_a_document_denying_what_is_asked_takes_a_position_saying_so(user, corpus):
+    # given four agreements letting either party terminate for convenience and one that says
+    # neither party may
+    for n, party in enumerate(["Acme", "Birch", "Cobalt", "Dune"]):
+        ingest_text(
+            corpus,
+            f"{party.lower()}.txt",
+            f"Services agreement between {party} Ltd and the Customer, number {n}.\n\nEither party may "
+            f"terminate this agreement for convenience on {30 + n} days written notice to the other party.\n",
+        )
+    ingest_text(
+        corpus,
+        "quill.txt",
+        "Translation agreement between Quill Ltd and the Customer.\n\nFor the avoidance of doubt, neither "
+        "party may terminate this agreement for convenience during the fixed term.\n",
+    )
+    prompt = "Which of these agreements let us terminate for convenience?"
+    report = report_start(user=user, corpus=corpus, prompt=prompt)
+    # when the run executes
+    report_run(report_id=report.pk)
+    # then Quill's row names its position as a denial, the others' do not
+    stored = ResearchReport.objects.get(pk=report.pk)
+    rows = _section_lines(stored.content, f"## Documents: {prompt}")
+    cells = [row.split(" | ") for row in rows if row.startswith("| ") and not row.startswith("| Document")]
+    shown = {cell[0].strip("| "): cell[1] for cell in cells}
+    assert shown["quill"].startswith("not allowed: "), shown
+    assert len(shown) == 5 and sum(label.startswith("not allowed: ") for label in shown.values()) == 1
+
+
 def _notice_agreements(corpus) -> dict[str, int]:
     """Four supply agreements, each with its own party and notice period."""
     parties = {
