@@ -124,9 +124,12 @@ _FULL_STOP = re.compile(r"(?<=[a-z0-9)][.!])\s+(?=[A-Z])")
 # "Research the following: X, Y and Z": what follows is the request.
 _FOLLOWING = re.compile(r"^(?:the\s+)?following(?:\s+(?:points|questions|topics|items|issues))?\s*:\s*", re.I)
 # "... cap liability, and what happens on termination?" asks two things.
+# "..., and with how much notice?", "... and in which state?": a question word after a preposition.
+_ASKING_PREPOSITION = r"(?:with|in|by|within|after|for|at|on|under|to)\s+"
 _SECOND_QUESTION = re.compile(
-    r",?\s+(?:and|or)\s+(?=(?:what|which|who|whom|whose|when|where|how|why|whether|are|is|do|does|can|"
-    r"could|should|will|would)\b)",
+    rf",?\s+(?:and|or)\s+(?=(?:{_ASKING_PREPOSITION}(?:what|which|whom|whose|when|how)\b|"
+    r"(?:what|which|who|whom|whose|when|where|how|why|whether|are|is|do|does|can|"
+    r"could|should|will|would)\b))",
     re.IGNORECASE,
 )
 # "..., which have Y and which ...": a question listed between two others, after a comma alone.
@@ -465,6 +468,10 @@ FOLLOW_UP_MAX_WORDS = 3
 FRAGMENT_MAX_WORDS = 3
 # "the renewal" names what "renew automatically" asked about: stems sharing this many letters.
 REFERENCE_MIN_LETTERS = 4
+# What a word of a follow-up joined to its question weighs in choosing a quote (best_sentences).
+FOLLOW_UP_WORD_WEIGHT = 0.5
+# A request is in English when this share of its lower-case words are English words.
+ENGLISH_MIN_SHARE = 0.6
 
 
 def _follows_up(part: str, previous: str = "") -> bool:
@@ -478,7 +485,9 @@ def _follows_up(part: str, previous: str = "") -> bool:
         return True
     if previous and _refers_back(part, previous):
         return True
-    # "what minimum amounts?", "how long?"; not "... or can be terminated?", a second predicate
+    # "what minimum amounts?", "how long?", "with how much notice?"; not "... or can be
+    # terminated?", a second predicate
+    part = re.sub(rf"^{_ASKING_PREPOSITION}", "", part, flags=re.IGNORECASE)
     return bool(re.match(rf"(?:{_WH})\b", part, re.IGNORECASE)) and len(words(part)) <= FRAGMENT_MAX_WORDS
 
 
@@ -868,6 +877,11 @@ def best_sentences(
     terms = set(content_words(question)) - set(content_words(" ".join(ignore)))
     if not terms:
         return []
+    # A follow-up's words ("..., and with how much notice?") weigh less than the question's own:
+    # a sentence saying what is asked ("neither party may terminate ... for convenience") before
+    # one saying only the follow-up's ("... within thirty (30) days of being notified").
+    core = set(content_words(core_question(question)))
+    weight_of = {t: 1.0 if t in core else FOLLOW_UP_WORD_WEIGHT for t in terms}
     recitals = bool(_ASKS_PARTIES.search(question))
     candidates: list[tuple[int, dict[str, Any], str, set[str], set[str]]] = []
     heading_words: dict[str, set[str]] = {}  # a heading's words, read once for all its sentences
@@ -894,7 +908,7 @@ def best_sentences(
         matched = terms & vocabulary
         if not matched:
             continue
-        weight = sum(idf[t] * (1.0 if t in said else HEADING_WORD_WEIGHT) for t in matched)
+        weight = sum(idf[t] * weight_of[t] * (1.0 if t in said else HEADING_WORD_WEIGHT) for t in matched)
         if weight / whole < min_coverage:
             continue
         coverage = len(matched) / len(terms)

@@ -621,6 +621,12 @@ def test_deeper_presets_search_and_record_more():
             "Do any of these contracts have a liquidated damages clause? If so, what amount?",
             "Do any of these contracts have a liquidated damages clause?",
         ),
+        # a question word after a preposition asks a follow-up too
+        (
+            "Which vendor contracts let us terminate for convenience, and with how much notice?",
+            "Which vendor contracts let us terminate for convenience?",
+        ),
+        ("Which contracts renew automatically, and for how long?", "Which contracts renew automatically?"),
         # a question with no follow-up, or a second predicate of the same documents, is its own core
         ("Which contracts cap liability?", "Which contracts cap liability?"),
         (
@@ -632,6 +638,23 @@ def test_deeper_presets_search_and_record_more():
 )
 def test_a_question_is_searched_and_judged_without_its_follow_ups(question, core):
     assert core_question(question) == core
+
+
+def test_a_quote_says_what_is_asked_before_what_its_follow_up_asks():
+    # given a passage whose one sentence says what is asked (termination for convenience) and
+    # another only the follow-up's words (notice)
+    text = (
+        "4.1 Either party may terminate this agreement by written notice if the other party commits a "
+        "material breach which is not remedied within thirty (30) days of being notified of the breach.\n"
+        "4.2 For the avoidance of doubt, neither party may terminate this agreement for convenience "
+        "during the fixed term."
+    )
+    passage = {"passage_id": 1, "document_id": 1, "text": text, "heading": ""}
+    question = "Which vendor contracts let us terminate for convenience, and with how much notice?"
+
+    # then the first is quoted
+    [chosen] = best_sentences(question, [passage], 1, ignore=["contracts"])
+    assert chosen.text.startswith("4.2 For the avoidance of doubt")
 
 
 def test_a_documents_opening_recital_is_quoted_only_for_its_parties_or_date():
