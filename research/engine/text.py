@@ -11,6 +11,7 @@ from typing import Any
 from lemminflect import getLemma
 
 from corpora.retrieval.query import STOPWORDS, words
+from corpora.retrieval.spelling import is_english
 
 SENTENCE_MAX_CHARS = 600
 # A heading is a line of at most this many characters.
@@ -609,7 +610,11 @@ _NAME = re.compile(r"\b[A-Z][\w&-]*[A-Za-z0-9]")
 
 def proper_names(text: str) -> list[str]:
     """The capitalised words of `text` that may name a party or a document ("Cheetah", "Mobile",
-    "GSK"): not a stop word, a framing word or a document noun ("What", "Agreement")."""
+    "GSK"): not a stop word, a framing word or a document noun ("What", "Agreement"). None in a
+    request not in English: German capitalises its nouns, and the first word of "Quel est le
+    préavis ...?" is no party either."""
+    if not reads_as_english(text):
+        return []
     found = []
     for match in _NAME.finditer(text):
         word = match.group(0).removesuffix("'s")
@@ -622,6 +627,15 @@ def proper_names(text: str) -> list[str]:
         ):
             found.append(word)
     return list(dict.fromkeys(found))
+
+
+def reads_as_english(text: str) -> bool:
+    """Whether most of `text`'s lower-case words of three letters or more are English words
+    (lemminflect's lexicon); a text with none is taken as English."""
+    lower = [w for w in re.findall(r"[^\W\d_]{3,}", text) if w.islower()]
+    if not lower:
+        return True
+    return sum(is_english(w) or w in STOPWORDS for w in lower) >= ENGLISH_MIN_SHARE * len(lower)
 
 
 def names_held_by_none(question: str, absent: Sequence[str]) -> list[str]:

@@ -473,6 +473,17 @@ def test_a_signature_block_or_a_table_of_contents_is_never_a_quote(text):
         ),
         ("Which agreements require insurance?", [], "Which agreements require insurance?"),
         ("What does the GSK Agreement say?", ["GSK"], "What does the Agreement say?"),
+        # a request in another language names no party by its capitals (German nouns, "Quel")
+        (
+            "Wie viele Tage pro Woche dürfen Beschäftigte in Berlin im Homeoffice arbeiten?",
+            [],
+            "Wie viele Tage pro Woche dürfen Beschäftigte in Berlin im Homeoffice arbeiten?",
+        ),
+        (
+            "Quel est le préavis de résiliation du contrat avec Agence Lumière?",
+            [],
+            "Quel est le préavis de résiliation du contrat avec Agence Lumière?",
+        ),
     ],
 )
 def test_the_names_a_request_holds_and_the_request_without_them(text, names, without):
