@@ -21,6 +21,7 @@ from django.utils.text import slugify
 
 from conversations.models import ChatMessage, Conversation, MessageRole
 from conversations.services import chat_message_append
+from corpora.exceptions import CorpusNotFound
 from corpora.models import Corpus, Document
 from notifications.services import notification_create_for_report
 from research.citations import citations_render, draft_passage_ids, markdown_literal
@@ -375,6 +376,9 @@ def report_resume(*, user: AbstractBaseUser, report_id: int) -> ResearchReport:
         raise ReportNotResumable(
             f"only a failed or cancelled report can be resumed, not a {report.status.lower()} one"
         )
+    if not report.creator.has_perm(VIEW_CORPUS, report.corpus):
+        # The corpus is no longer shared with its creator: the run would fail at its start.
+        raise CorpusNotFound("corpus not found", field="id")
     if ResearchReport.objects.filter(
         creator=report.creator_id, corpus=report.corpus_id, status__in=_ACTIVE
     ).exists():

@@ -570,6 +570,26 @@ def test_unshare_takes_the_corpus_back_and_leaves_their_reports_theirs(gql, othe
     assert again == payload
 
 
+def test_a_corpus_taken_back_takes_its_conversations_and_resumes_with_it(gql, other_gql, other_user, shared):
+    # given Bob's conversation on the shared corpus and his cancelled report
+    conversation = conversation_create(creator=other_user, corpus=shared, title="Governing law")
+    report = report_start(user=other_user, corpus=shared, prompt="Governing law")
+    report_cancel(user=other_user, report_id=report.pk)
+    by_id = "query($id: ID!) { conversation(id: $id) { id } }"
+    assert other_gql.data(by_id, {"id": gid("Conversation", conversation.pk)})["conversation"] is not None
+    # when Alice takes the corpus back
+    gql.data(UNSHARE, {"id": gid("Corpus", shared.pk), "u": "bob"})
+    # then the conversation is gone for Bob, as on the pages, and resuming is refused at once
+    assert other_gql.data(by_id, {"id": gid("Conversation", conversation.pk)})["conversation"] is None
+    assert other_gql.data("{ conversations { edges { node { id } } } }")["conversations"]["edges"] == []
+    resumed = other_gql.data(
+        "mutation($id: ID!) { resumeResearchReport(id: $id) { errors { code } } }",
+        {"id": gid("ResearchReport", report.pk)},
+    )["resumeResearchReport"]
+    assert resumed["errors"] == [{"code": "corpus_not_found"}]
+    assert ResearchReport.objects.get(pk=report.pk).status == ReportStatus.CANCELLED
+
+
 def test_a_queued_run_of_a_user_no_longer_shared_with_fails_when_it_starts(gql, other_user, shared):
     # given Bob's run, queued while the corpus was shared with him
     report = report_start(user=other_user, corpus=shared, prompt="Governing law")
