@@ -2,12 +2,14 @@
 starting a research run), store the reply. The agent runs on an event loop while its database
 calls come back to this thread, as research runs do."""
 
+import logging
 from dataclasses import dataclass
 
 from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from pydantic_ai import UsageLimits
+from pydantic_ai.exceptions import UsageLimitExceeded
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 
 from config.exceptions import ApplicationError
@@ -18,11 +20,17 @@ from conversations.services import MESSAGE_MAX_CHARS, MessageInvalid, chat_messa
 from corpora.models import Corpus
 from llms.prompts import chat_user_prompt
 from llms.providers import OFFLINE, ChosenModel, Engine, configured_model
+from research.citations import markdown_literal
 from research.models import ResearchReport
+
+logger = logging.getLogger(__name__)
 
 HISTORY_MESSAGES = 12
 CHAT_REQUEST_LIMIT = 6
 CHAT_TITLE_CHARS = 80
+CHAT_MODEL_FAILED = "chat_model_failed"
+CHAT_LIMIT_REACHED = "chat_limit_reached"
+TRUNCATED_MARK = "\n\n[… reply cut at {limit:,} characters]"
 
 
 class ConversationNotFound(ApplicationError):
@@ -58,11 +66,14 @@ def chat_turn(
         answer = async_to_sync(_answer)(deps, content, history)
     except ApplicationError as exc:
         answer = f"I could not answer: {exc.message} ({exc.code})."
+    except Exception as exc:  # the model or its provider failed: the user still gets a reply
+        logger.warning("chat turn in conversation %s failed", conversation.pk, exc_info=True)
+        answer = _failure_reply(exc, deps.started_report)
     report = deps.started_report
     reply = chat_message_append(
         conversation=conversation,
         role=MessageRole.ASSISTANT,
-        content=answer or "(no answer)",
+        content=_storable(answer),
         data={"report_id": report.pk, "slug": report.slug} if report else {},
     )
     return ChatTurn(conversation=conversation, message=message, reply=reply, report=report)
@@ -78,6 +89,30 @@ async def _answer(deps: ChatDeps, content: str, history: list[ModelMessage]) -> 
         usage_limits=UsageLimits(request_limit=CHAT_REQUEST_LIMIT),
     )
     return result.output
+
+
+def _failure_reply(exc: Exception, report: ResearchReport | None) -> str:
+    """What the user reads when the model failed: that it failed, with a code, and whether the
+    turn had already started a research run (so that they do not start a second one)."""
+    code = CHAT_LIMIT_REACHED if isinstance(exc, UsageLimitExceeded) else CHAT_MODEL_FAILED
+    failed = f"The chat model failed to answer ({code}: {type(exc).__name__}); please try again."
+    if report is None:
+        return failed
+    return (
+        f"Started deep research \u201c{markdown_literal(report.title)}\u201d ({report.depth}). "
+        "It runs in the background; I'll post the report here when it is ready. "
+        f"The chat model failed after starting it ({code}: {type(exc).__name__})."
+    )
+
+
+def _storable(answer: str | None) -> str:
+    """The model's reply as a message can hold it: NUL characters dropped, cut to the message
+    limit (the reply is the model's, never a reason to refuse the user's message)."""
+    answer = (answer or "").replace("\x00", "").strip() or "(no answer)"
+    if len(answer) > MESSAGE_MAX_CHARS:
+        mark = TRUNCATED_MARK.format(limit=MESSAGE_MAX_CHARS)
+        answer = answer[: MESSAGE_MAX_CHARS - len(mark)].rstrip() + mark
+    return answer
 
 
 def chat_model() -> ChosenModel:
