@@ -89,6 +89,7 @@ def compose_report(
     not_planned: Sequence[str] = (),
     named: Sequence[str] = (),
     corrections: Sequence[Sequence[str]] = (),
+    not_judged: Sequence[str] = (),
 ) -> str:
     """The report: Summary with counts, Key findings by position, a per-document table for
     swept questions, Detailed analysis, Gaps. `positions` groups each question's findings
@@ -127,7 +128,7 @@ def compose_report(
         lines += _absent(by_index, titles)
         lines += _tables(by_index, positions or {}, titles)
         lines += _analysis(by_index, positions or {}, titles)
-    lines += _gaps(by_index, titles, not_planned)
+    lines += _gaps(by_index, titles, not_planned, not_judged)
     return "\n".join(lines).strip() + "\n"
 
 
@@ -576,9 +577,18 @@ def _brief(by_index: dict[int, _Question], titles: Mapping[int, str]) -> list[st
 
 
 def _gaps(
-    by_index: dict[int, _Question], titles: Mapping[int, str], not_planned: Sequence[str] = ()
+    by_index: dict[int, _Question],
+    titles: Mapping[int, str],
+    not_planned: Sequence[str] = (),
+    not_judged: Sequence[str] = (),
 ) -> list[str]:
     lines = []
+    if not_judged:
+        named = ", ".join(f"*{_one_line(t)}*" for t in not_judged)
+        lines.append(
+            f"- Not judged (the judge failed on {'it' if len(not_judged) == 1 else 'them'}; "
+            f"not counted among the documents examined): {named}."
+        )
     if not_planned:
         named = "; ".join(f"*{_one_line(part)}*" for part in not_planned)
         lines.append(
@@ -850,6 +860,7 @@ def compose_from_findings(
         brief=engine_state.get("strategy") == "fast",
         both=engine_state.get("both") or [],
         not_planned=engine_state.get("not_planned") or [],
+        not_judged=[titles.get(int(d), f"Document {d}") for d in engine_state.get("not_judged") or []],
         named=[titles.get(int(d), f"Document {d}") for d in engine_state.get("named_documents") or []],
         corrections=engine_state.get("corrections") or [],
     )

@@ -359,10 +359,14 @@ class Orchestration:
             if await self.store.cancel_pending():
                 raise RunCancelled
             batch = todo[start : start + SWEEP_BATCH]
-            await self._judge_documents(batch, swept, references)
+            failed = await self._judge_documents(batch, swept, references)
+            # A document whose judging failed is not examined: neither counted nor "does not
+            # address it" (for a question in the negative, that would answer it); Gaps name it.
+            if failed:
+                self.state["not_judged"] = sorted({*self.state.get("not_judged", []), *failed})
             for index in swept:
                 entry = _sweep_entry(sweep, index)
-                entry["judged"] = [*entry["judged"], *batch]
+                entry["judged"] = [*entry["judged"], *(d for d in batch if d not in failed)]
             await self._progress(
                 "sweeping",
                 documents_swept=len(judged) + start + len(batch),
@@ -378,13 +382,14 @@ class Orchestration:
         references: list[Any],
         *,
         turned_down_only: bool = False,
-    ) -> None:
+    ) -> set[int]:
         """Judges `documents` on the swept questions and records each outcome in the sweep's
         checkpoint: a document addressing a question is among those addressing it, with a
         finding unless a researcher already quoted it for that question; one turned down keeps
         the passages the judge read of it (a finding quoting one of them is set aside,
         findings_set_aside). With `turned_down_only`, only the questions a document was turned
-        down for are settled again (a second reading, after researchers quoted more of it)."""
+        down for are settled again (a second reading, after researchers quoted more of it).
+        Returns the documents whose judging failed (judge_failed): none of their questions is settled."""
         sweep = self.state.setdefault("sweep", {})
         questions, of = self._judged_questions(swept)
         quoted: dict[tuple[int, int], list[int]] = {}
@@ -399,8 +404,10 @@ class Orchestration:
         )
         verdicts = await _all(self._judge(e, questions) for e in evidence)
         items, owners = [], []
+        failed: set[int] = set()
         for document, outcome in zip(evidence, verdicts, strict=True):
             if outcome is None:
+                failed.add(document.document_id)
                 continue
             key = str(document.document_id)
             settled = {
@@ -452,6 +459,7 @@ class Orchestration:
                 same = _same_quote(self.store.findings, item)
                 if same is not None:
                     entry.setdefault("shared", {})[str(document)] = same["id"]
+        return failed
 
     async def _read_new_quotes(self) -> None:
         """Before a draft: a document the sweep turned down for a question, from which a
@@ -551,6 +559,7 @@ class Orchestration:
         findings, set_aside = split_set_aside(recorded, self.state)
         documents = {f["document_id"] for f in recorded} | set(self.state.get("named_documents") or [])
         documents |= {int(d) for e in (self.state.get("sweep") or {}).values() for d in e.get("judged", [])}
+        documents |= {int(d) for d in self.state.get("not_judged") or []}
         titles = await self.store.document_titles(sorted(documents))
         questions = plan_questions_summary(
             plan=self.plan, engine_state=self.state, titles=titles, set_aside=set_aside
@@ -570,6 +579,7 @@ class Orchestration:
                 not_planned=self.state.get("not_planned") or [],
                 named=[titles.get(d, f"Document {d}") for d in self.state.get("named_documents") or []],
                 corrections=self.state.get("corrections") or [],
+                not_judged=[titles.get(d, f"Document {d}") for d in self.state.get("not_judged") or []],
             ),
         )
         deps = WriterDeps(store=self.store, finding_ids={f["id"] for f in findings})

@@ -73,7 +73,8 @@ cite the findings of the documents that do. Each entry of `both` is a question o
 answered by the documents that answer both of its two questions (`of`, their indices; for one
 with `asked`, its answer is its not_addressing documents): answer it first, listing them.
 `not_planned` holds parts of the request this run did not research (beyond its breadth): name
-them under Gaps as not researched.
+them under Gaps as not researched. `not_judged` holds documents the judge failed on: they are in
+no question's not_addressing; name them under Gaps as not judged, never as lacking an answer.
 Every statement of fact carries a citation: wrap it as <cite findings="ID[,ID]">statement</cite>
 with the ids of the findings that support it (call group_findings to see which findings take the
 same position). A quotation in your prose must be copied exactly from a finding's quote.

@@ -94,6 +94,7 @@ def writer_prompt_data(
     not_planned: list[str] | None = None,
     named: list[str] | None = None,
     corrections: list[list[str]] | None = None,
+    not_judged: list[str] | None = None,
 ) -> dict[str, Any]:
     return {
         "title": title,
@@ -106,6 +107,9 @@ def writer_prompt_data(
         "both": both or [],
         # parts of the request beyond the run's breadth, not researched: the report names them
         "not_planned": not_planned or [],
+        # documents the sweep's judge failed on (titles): not examined, not counted among those
+        # that do not address a question; the report names them in Gaps as not judged
+        "not_judged": not_judged or [],
         "questions": [
             {
                 "index": q.index,
@@ -209,6 +213,7 @@ def offline_writer() -> FunctionModel:
             brief=bool(data.get("brief")),
             both=data.get("both") or [],
             not_planned=data.get("not_planned") or [],
+            not_judged=data.get("not_judged") or [],
             named=data.get("named_documents") or [],
             corrections=data.get("corrections") or [],
         )

@@ -14,7 +14,7 @@ from corpora.services import corpus_create
 from notifications.models import Notification, NotificationKind
 from research.constants import DEPTH_PRESETS
 from research.engine.critic import critic_agent
-from research.engine.judge import judge_agent
+from research.engine.judge import judge_agent, offline_judge
 from research.engine.planner import planner_agent
 from research.engine.prompts import read_data
 from research.engine.researcher import researcher_agent
@@ -1502,3 +1502,42 @@ def test_a_footnote_cited_twice_gives_one_element_its_id(user, corpus, samples, 
     html = client.get(reverse("research:report-detail", kwargs={"slug": report.slug})).content.decode()
     assert html.count('id="ref-1"') == 1
     assert html.count('href="#source-1"') == 2
+
+
+def test_a_document_the_judge_failed_on_is_not_examined_and_is_named_in_gaps_as_not_judged(user, corpus):
+    # given six agreements, two of which require insurance, a question asked in the negative, and
+    # a judge that keeps naming a passage it was not shown for one insured agreement
+    documents = ingest_agreements(corpus, 6, insured=2)
+    offline = offline_judge()
+
+    async def judge(messages, info):
+        if read_data(messages)["document"]["title"] == "agreement-01":
+            verdict = {"question": 0, "addresses": True, "passage_id": 999_999_999, "quote": "x"}
+            return ModelResponse(parts=[call("submit_verdicts", "v", verdicts=[verdict])])
+        return offline.function(messages, info)
+
+    report = report_start(
+        user=user, corpus=corpus, prompt="Which of these agreements do not require insurance?"
+    )
+    # when the run executes
+    with judge_agent.override(model=FunctionModel(judge)):
+        report_run(report_id=report.pk)
+    # then the failed document is neither examined nor an answer; Gaps name it as not judged
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.status == ReportStatus.COMPLETED
+    assert f"judge_failed:{documents[1]}" in stored.warnings
+    sweep = stored.engine_state["sweep"]["0"]
+    assert sorted(sweep["judged"]) == sorted([documents[0], *documents[2:]])
+    assert sweep["addressing"] == [documents[0]]
+    assert stored.engine_state["not_judged"] == [documents[1]]
+    step = stored.plan[0]
+    without = _section_lines(stored.content, f"## Documents without it: {step['asked']}")
+    assert [line for line in without if line.startswith("- ")] == [
+        f"- *agreement-{i:02d}*" for i in range(2, 6)
+    ]
+    assert "In 4 of the 5 documents examined" in stored.content
+    gaps = stored.content.split("## Gaps", 1)[1]
+    assert (
+        "- Not judged (the judge failed on it; not counted among the documents examined): *agreement-01*."
+        in gaps
+    )
