@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 from pydantic_ai import Agent, UsageLimits
 from pydantic_ai.exceptions import UnexpectedModelBehavior
+from pydantic_ai.models import Model
 
 from corpora.retrieval.spelling import corrected_text
 from research.constants import BREADTH_MAX, DepthPreset
@@ -33,7 +34,7 @@ from research.engine.judge import (
     shown_passages,
 )
 from research.engine.minds import Minds, Role
-from research.engine.planner import Plan, PlannerDeps, planner_agent
+from research.engine.planner import Plan, PlannerDeps, offline_planner, planner_agent
 from research.engine.prompts import request_prompt
 from research.engine.researcher import (
     Direction,
@@ -194,9 +195,17 @@ class Orchestration:
             rubric=self.rubric,
             intro=f"Plan the research: at most {self.breadth} sub-questions, each with its search queries.",
         )
-        plan: Plan = await self._agent(
-            planner_agent, prompt, PlannerDeps(self.store, self.breadth), Role.PLANNER
-        )
+        deps = PlannerDeps(self.store, self.breadth)
+        try:
+            plan: Plan = await self._agent(planner_agent, prompt, deps, Role.PLANNER)
+        except UnexpectedModelBehavior as exc:
+            # The model could not plan (e.g. its plan never validated): the offline planner plans
+            # the request from its own structure, as the writer's findings are composed instead.
+            self.warnings.append("planner_failed")
+            logger.warning("planner failed: %s", exc)
+            plan = await self._agent(
+                planner_agent, prompt, deps, Role.PLANNER, model=offline_planner(self.breadth)
+            )
         documents = self.state.get("documents", 0)
         collection = is_collection_question(self.prompt, documents=documents)
         self.plan = [
@@ -665,13 +674,21 @@ class Orchestration:
 
     # --- Helpers --------------------------------------------------------------------------------
     async def _agent(
-        self, agent: Agent, prompt: str, deps: Any, role: Role, *, check_cancel: bool = True
+        self,
+        agent: Agent,
+        prompt: str,
+        deps: Any,
+        role: Role,
+        *,
+        check_cancel: bool = True,
+        model: Model | None = None,
     ) -> Any:
-        """One agent run of `role`, checking for a cancel before each of its model requests."""
+        """One agent run of `role` (on `model`, else the role's), checking for a cancel before
+        each of its model requests."""
         limits = UsageLimits(request_limit=REQUESTS_PER_ROLE[role], tool_calls_limit=None)
         gate = BudgetGate(self.store.budget, role.value)
         async with agent.iter(
-            prompt, deps=deps, model=self.minds.model(role), usage_limits=limits, capabilities=[gate]
+            prompt, deps=deps, model=model or self.minds.model(role), usage_limits=limits, capabilities=[gate]
         ) as run:
             async for node in run:
                 if check_cancel and agent.is_model_request_node(node) and await self.store.cancel_pending():

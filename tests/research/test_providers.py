@@ -175,3 +175,29 @@ def test_a_misconfigured_model_fails_the_run_with_a_clear_error(report, settings
     stored = ResearchReport.objects.get(pk=report.pk)
     assert stored.status == ReportStatus.FAILED
     assert stored.error.startswith("model_not_configured:")
+
+
+def test_a_planner_whose_plan_never_validates_falls_back_to_the_offline_planner(
+    report, settings, allow_local_model
+):
+    # given a model planner that gives its sub-questions as a string, every time
+    def planner(body):
+        return {"tool_calls": [("submit_plan", {"sub_questions": "supplier liability"})]}
+
+    script = RoleScript(researcher, planner=planner)
+    with ChatServer(script) as server:
+        settings.RESEARCH_MODEL = "openai-compatible:local-model"
+        settings.LLM_BASE_URL = server.url
+        # when the run executes
+        report_run(report_id=report.pk)
+
+    # then the offline planner planned the request, the run went on and says so
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.status == ReportStatus.COMPLETED, stored.error
+    assert "planner_failed" in stored.warnings
+    assert script.calls["planner"] == 3  # the first try and its two retries
+    assert [step["question"] for step in stored.plan] == [
+        "What limits the liability of the supplier?",
+        "When can the licence agreement be terminated?",
+    ]
+    assert stored.citations[0]["quote"] == LIABILITY_SENTENCE
