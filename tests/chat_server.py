@@ -10,7 +10,8 @@ from typing import Any
 
 from tests.local_server import LocalServer
 
-# Given the request body, return {"tool_calls": [(name, arguments), ...]} or {"content": "..."}.
+# Given the request body, return {"tool_calls": [(name, arguments), ...]} or {"content": "..."}
+# ("usage": None answers without usage).
 Script = Callable[[dict[str, Any]], dict[str, Any]]
 
 
@@ -62,7 +63,7 @@ def _completion(body: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
             }
             for name, arguments in answer["tool_calls"]
         ]
-    return {
+    completion = {
         "id": f"chatcmpl-{uuid.uuid4().hex[:12]}",
         "object": "chat.completion",
         "created": 0,
@@ -76,6 +77,9 @@ def _completion(body: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
         ],
         "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
     }
+    if "usage" in answer and answer["usage"] is None:  # a provider that omits usage
+        del completion["usage"]
+    return completion
 
 
 def tool_results(body: dict[str, Any]) -> list[Any]:

@@ -43,6 +43,8 @@ class RoleUsage:
     input_tokens: int = 0
     output_tokens: int = 0
     cost: Decimal | None = None
+    # Some of the tokens are estimated: a provider answered without its usage.
+    estimated: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         usage = {
@@ -52,6 +54,8 @@ class RoleUsage:
         }
         if self.cost is not None:
             usage["cost_usd"] = float(round(self.cost, 6))
+        if self.estimated:
+            usage["tokens_estimated"] = True
         return usage
 
 
@@ -95,6 +99,7 @@ class RunBudget:
                 input_tokens=int(usage.get("input_tokens", 0)),
                 output_tokens=int(usage.get("output_tokens", 0)),
                 cost=Decimal(str(usage["cost_usd"])) if usage.get("cost_usd") is not None else None,
+                estimated=bool(usage.get("tokens_estimated")),
             )
         return budget
 
@@ -123,15 +128,22 @@ class RunBudget:
         return max(0, self.max_steps - self.steps)
 
     def settle(self, *, role: str, response: ModelResponse | None, reserved: int) -> None:
-        """Replace a request's reservation with what its response used."""
+        """Replace a request's reservation (its estimate, _estimate) with what its response used.
+        A response without usage (a provider that omits it) counts the estimate of its request
+        and of its own parts, so that the token budget still holds."""
         self.reserved_tokens -= reserved
         usage = self.roles.setdefault(role, RoleUsage())
         usage.requests += 1
         if response is None:
             return
-        usage.input_tokens += response.usage.input_tokens
-        usage.output_tokens += response.usage.output_tokens
-        self.tokens += response.usage.input_tokens + response.usage.output_tokens
+        input_tokens, output_tokens = response.usage.input_tokens, response.usage.output_tokens
+        if not input_tokens and not output_tokens:
+            input_tokens = max(0, reserved - OUTPUT_TOKENS_RESERVED)
+            output_tokens = _estimate([response]) - OUTPUT_TOKENS_RESERVED
+            usage.estimated = True
+        usage.input_tokens += input_tokens
+        usage.output_tokens += output_tokens
+        self.tokens += input_tokens + output_tokens
         cost = _cost(response)
         if cost is not None:
             usage.cost = (usage.cost or Decimal(0)) + cost
@@ -147,6 +159,7 @@ class RunBudget:
         for role in self.roles.values():
             totals.input_tokens += role.input_tokens
             totals.output_tokens += role.output_tokens
+            totals.estimated |= role.estimated
         snapshot: dict[str, Any] = {
             "requests": self.steps,
             "input_tokens": totals.input_tokens,
@@ -156,6 +169,8 @@ class RunBudget:
         }
         if self.cost is not None:
             snapshot["cost_usd"] = float(round(self.cost, 6))
+        if totals.estimated:
+            snapshot["tokens_estimated"] = True
         return snapshot
 
 

@@ -201,3 +201,31 @@ def test_a_planner_whose_plan_never_validates_falls_back_to_the_offline_planner(
         "When can the licence agreement be terminated?",
     ]
     assert stored.citations[0]["quote"] == LIABILITY_SENTENCE
+
+
+def test_the_token_budget_holds_when_the_provider_omits_usage(
+    user, corpus, samples, settings, allow_local_model
+):
+    # given a provider that never reports usage, a researcher that asks a small question on and
+    # on (each request well under the budget), and a token budget smaller than all of them carry
+    def search_forever(body):
+        return {"tool_calls": [("term_frequencies", {"words": ["liability"]})], "usage": None}
+
+    def planner(body):
+        return {**RoleScript(researcher).roles["planner"](body), "usage": None}
+
+    settings.RESEARCH_TOKEN_LIMIT = 20_000
+    report = report_start(user=user, corpus=corpus, prompt="What limits the liability?", max_steps=60)
+    with ChatServer(RoleScript(search_forever, planner=planner)) as server:
+        settings.RESEARCH_MODEL = "openai-compatible:local-model"
+        settings.LLM_BASE_URL = server.url
+        # when the run executes
+        report_run(report_id=report.pk)
+
+    # then the tokens its requests carried were estimated and the token budget stopped it
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert "budget_exhausted:tokens" in stored.warnings
+    usage = stored.model_usage
+    assert usage["tokens_estimated"] is True
+    assert 0 < usage["input_tokens"] + usage["output_tokens"] <= 20_000
+    assert usage["requests"] < 60
