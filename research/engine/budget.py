@@ -9,6 +9,7 @@ after it returns, so N researchers in parallel could each pass a check for the l
 gate is the run-wide one, applied by BudgetGate (a capability on each agent run) around each
 model request and by the run store around each tool call."""
 
+import logging
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -27,6 +28,10 @@ from research.constants import BUDGET_STEPS, BUDGET_TOKENS, BUDGET_TOOL_CALLS
 CHARS_PER_TOKEN = 3
 OUTPUT_TOKENS_RESERVED = 2_048
 BUDGET_COST = "cost"
+# The offline minds' model names: they cost nothing, so a cost limit needs no price for them.
+OFFLINE_MIND_PREFIX = "deepcite-offline-"
+
+logger = logging.getLogger(__name__)
 
 
 class BudgetExhausted(UsageLimitExceeded):
@@ -73,6 +78,9 @@ class RunBudget:
     reserved_tokens: int = 0
     # The first budget that ran out, for the report's warning.
     exhausted: str | None = None
+    # Models that answered without price data while a cost limit is set: the limit cannot hold
+    # for them, and the report says so (cost_limit_unpriced:MODEL).
+    unpriced: list[str] = field(default_factory=list)
 
     @classmethod
     def resumed(
@@ -148,6 +156,20 @@ class RunBudget:
         if cost is not None:
             usage.cost = (usage.cost or Decimal(0)) + cost
             self.cost = (self.cost or Decimal(0)) + cost
+        elif self.cost_limit is not None:
+            self._unpriced(response.model_name or "unknown")
+
+    def _unpriced(self, model: str) -> None:
+        if model.startswith(OFFLINE_MIND_PREFIX) or model in self.unpriced:
+            return
+        self.unpriced.append(model)
+        logger.warning(
+            "the cost limit of $%s cannot hold for model %r: it has no price data", self.cost_limit, model
+        )
+
+    def warnings(self) -> list[str]:
+        """What the report should say of this budget: the models a cost limit could not price."""
+        return [f"cost_limit_unpriced:{model}" for model in self.unpriced]
 
     def _exhaust(self, budget: str, message: str) -> None:
         self.exhausted = self.exhausted or budget

@@ -177,7 +177,8 @@ async def _drive(report: ResearchReport) -> RunEnd:
             **budget.usage(),
             "inline_retries": earlier_retries + minds.inline_retries(),
         }
-        return RunEnd(outcome, usage=usage, warnings=orchestration.warnings, **fields)
+        warnings = [*orchestration.warnings, *budget.warnings()]
+        return RunEnd(outcome, usage=usage, warnings=warnings, **fields)
 
     try:
         async with asyncio.timeout((deadline - timezone.now()).total_seconds()):

@@ -229,3 +229,22 @@ def test_the_token_budget_holds_when_the_provider_omits_usage(
     assert usage["tokens_estimated"] is True
     assert 0 < usage["input_tokens"] + usage["output_tokens"] <= 20_000
     assert usage["requests"] < 60
+
+
+def test_a_cost_limit_on_a_model_without_price_data_is_reported(report, settings, allow_local_model, caplog):
+    # given a cost limit and a local model PydanticAI has no price for
+    settings.RESEARCH_COST_LIMIT_USD = 1.0
+    with ChatServer(RoleScript(researcher)) as server:
+        settings.RESEARCH_MODEL = "openai-compatible:local-model"
+        settings.LLM_BASE_URL = server.url
+        # when the run executes
+        report_run(report_id=report.pk)
+
+    # then the report says, once, that the limit cannot hold for it, and the log says why
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.status == ReportStatus.COMPLETED, stored.error
+    assert [w for w in stored.warnings if w.startswith("cost_limit_unpriced")] == [
+        "cost_limit_unpriced:local-model"
+    ]
+    assert "cost_usd" not in stored.model_usage
+    assert "cannot hold for model 'local-model': it has no price data" in caplog.text
