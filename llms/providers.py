@@ -8,6 +8,7 @@ models."""
 
 import asyncio
 import functools
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
@@ -25,6 +26,17 @@ from llms.retrying import RetryingModel
 
 OFFLINE = "offline"
 OPENAI_COMPATIBLE = "openai-compatible:"
+
+
+# A URL's user:password@ (its userinfo) and its ?query: where endpoints carry credentials.
+_USERINFO = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)[^/@\s,]*@", re.IGNORECASE)
+_QUERY = re.compile(r"\?[^\s,]*")
+
+
+def masked_spec(spec: str) -> str:
+    """A model spec as it may be stored and shown (model usage, errors, the API): the URLs'
+    credentials (userinfo, query string) replaced by `***`."""
+    return _QUERY.sub("?***", _USERINFO.sub(r"\g<scheme>***@", spec or ""))
 
 
 class Engine(StrEnum):
@@ -72,7 +84,9 @@ def _provider_model(spec: str, *, shared_client: bool) -> tuple[Model, Callable[
         name, _, own_url = spec.removeprefix(OPENAI_COMPATIBLE).partition("@")
         base_url = own_url or settings.LLM_BASE_URL
         if not base_url or not name:
-            raise ModelConfigurationError(f"{spec!r} needs a model name and LLM_BASE_URL (or @URL)")
+            raise ModelConfigurationError(
+                f"{masked_spec(spec)!r} needs a model name and LLM_BASE_URL (or @URL)"
+            )
         api_key = settings.LLM_API_KEY or "not-needed"
         if shared_client:
             client, aclose = _loop_client(asyncio.get_running_loop(), base_url, api_key), None
@@ -83,7 +97,7 @@ def _provider_model(spec: str, *, shared_client: bool) -> tuple[Model, Callable[
     try:
         return infer_model(spec), None
     except Exception as exc:  # unknown provider prefix, missing API key, missing extra
-        raise ModelConfigurationError(f"cannot use model {spec!r}: {exc}") from exc
+        raise ModelConfigurationError(f"cannot use model {masked_spec(spec)!r}: {exc}") from exc
 
 
 @functools.lru_cache(maxsize=8)

@@ -14,6 +14,7 @@ from config.graphql.pagination import BoundedConnectionField
 from config.ratelimit import rate, rate_limit_refund
 from corpora.graphql import CorpusNode, PassageNode, corpora_with_counts
 from corpora.models import Passage
+from llms.providers import masked_spec
 from research.constants import DEPTH_PRESETS
 from research.models import ReportStatus, ReportStrategy, ResearchReport
 from research.selectors import report_answers, report_conjunctions, report_list, report_progress_summary
@@ -202,7 +203,7 @@ class ResearchReportNode(DjangoObjectType):
         return self.strategy or None
 
     def resolve_model(self, info) -> str | None:
-        return self.model or None
+        return masked_spec(self.model) or None
 
     def resolve_progress(self, info) -> ReportProgress:
         return ReportProgress(**report_progress_summary(report=self))

@@ -21,6 +21,7 @@ from pydantic_ai.exceptions import UsageLimitExceeded
 from config.exceptions import ApplicationError
 from corpora.selectors import corpus_get_for_user
 from llms.errors import is_transient, retry_after
+from llms.providers import masked_spec
 from research.constants import BUDGET_STEPS, BUDGET_TIME, DEPTH_PRESETS, ERROR_MAX_CHARS
 from research.engine.budget import BudgetExhausted, RunBudget
 from research.engine.minds import Minds
@@ -171,8 +172,8 @@ async def _drive(report: ResearchReport) -> RunEnd:
 
     def end(outcome: str, **fields: Any) -> RunEnd:
         usage = {
-            "model": minds.lead,
-            "worker_model": minds.worker,
+            "model": masked_spec(minds.lead),
+            "worker_model": masked_spec(minds.worker),
             "engine": minds.engine,
             **budget.usage(),
             "inline_retries": earlier_retries + minds.inline_retries(),

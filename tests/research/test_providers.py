@@ -1,6 +1,7 @@
 import pytest
 from pydantic_ai import models as pydantic_ai_models
 
+from llms.providers import masked_spec
 from research.engine.run import report_run
 from research.models import ReportStatus, ResearchReport
 from research.services import report_start
@@ -248,3 +249,35 @@ def test_a_cost_limit_on_a_model_without_price_data_is_reported(report, settings
     ]
     assert "cost_usd" not in stored.model_usage
     assert "cannot hold for model 'local-model': it has no price data" in caplog.text
+
+
+def test_the_model_usage_never_shows_the_endpoints_credentials(report, settings, allow_local_model):
+    # given a model whose own URL carries a user and password
+    with ChatServer(RoleScript(researcher)) as server:
+        url = server.url.replace("http://", "http://admin:secret@")
+        settings.RESEARCH_MODEL = f"openai-compatible:local-model@{url}"
+        # when the run executes
+        report_run(report_id=report.pk)
+
+    # then the model usage names the model and endpoint, without the credentials
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.status == ReportStatus.COMPLETED, stored.error
+    masked = f"openai-compatible:local-model@{server.url.replace('http://', 'http://***@')}"
+    assert stored.model_usage["model"] == stored.model_usage["worker_model"] == masked
+    assert "secret" not in str(stored.model_usage)
+
+
+@pytest.mark.parametrize(
+    ("spec", "shown"),
+    [
+        ("openai:gpt-4o-mini", "openai:gpt-4o-mini"),
+        ("openai-compatible:m@http://host:8000/v1", "openai-compatible:m@http://host:8000/v1"),
+        ("openai-compatible:m@https://u:p@host/v1?key=k", "openai-compatible:m@https://***@host/v1?***"),
+        (
+            "openai-compatible:a@http://x:y@one/v1,openai-compatible:b@http://tok@two/v1",
+            "openai-compatible:a@http://***@one/v1,openai-compatible:b@http://***@two/v1",
+        ),
+    ],
+)
+def test_a_model_spec_is_shown_without_credentials(spec, shown):
+    assert masked_spec(spec) == shown
