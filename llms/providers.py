@@ -20,7 +20,7 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 from config.exceptions import ApplicationError
-from llms.errors import TRANSIENT_MODEL_ERRORS
+from llms.errors import is_transient_model_error
 from llms.openai_client import ChatCompletionsClient, openai_client
 from llms.retrying import RetryingModel
 
@@ -70,7 +70,7 @@ def configured_model(spec: str, *, shared_client: bool = False) -> ChosenModel:
     closers = [close for _, close in built if close is not None]
     model: Model = built[0][0]
     if len(built) > 1:
-        model = FallbackModel(*(m for m, _ in built), fallback_on=TRANSIENT_MODEL_ERRORS)
+        model = FallbackModel(*(m for m, _ in built), fallback_on=is_transient_model_error)
 
     async def aclose() -> None:
         for close in closers:

@@ -1,17 +1,18 @@
 """In-line retries of a model request: a transient provider failure (429, 5xx, timeout, lost
-connection) is retried twice with a doubling backoff, or after the provider's Retry-After.
-The count is kept so the run can record it; a failure that outlasts the retries propagates and
-the task-level retry (resume from the checkpoint) takes over."""
+connection, a body that is not JSON) is retried twice with a doubling backoff, or after the
+provider's Retry-After. The count is kept so the run can record it; a failure that outlasts the
+retries propagates and the task-level retry (resume from the checkpoint) takes over."""
 
 import asyncio
 import logging
 
+from pydantic_ai.exceptions import ModelAPIError
 from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import ModelRequestParameters
 from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.settings import ModelSettings
 
-from llms.errors import TRANSIENT_MODEL_ERRORS, retry_after
+from llms.errors import is_transient_model_error, retry_after
 
 logger = logging.getLogger(__name__)
 
@@ -38,8 +39,8 @@ class RetryingModel(WrapperModel):
         while True:
             try:
                 return await self.wrapped.request(messages, model_settings, model_request_parameters)
-            except TRANSIENT_MODEL_ERRORS as exc:
-                if attempt >= self.retries:
+            except ModelAPIError as exc:
+                if attempt >= self.retries or not is_transient_model_error(exc):
                     raise
                 delay = retry_after(exc)
                 delay = self.backoff * 2**attempt if delay is None else delay

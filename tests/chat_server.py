@@ -27,6 +27,14 @@ class ChatServer(LocalServer):
                     {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
                 )
                 answer = script(body)
+                if "raw" in answer:  # a body that is no completion, e.g. a proxy's HTML error page
+                    payload = answer["raw"].encode()
+                    self.send_response(answer.get("status", 200))
+                    self.send_header("Content-Type", answer.get("content_type", "text/html"))
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
                 if "status" in answer:  # a provider failure: 429, 5xx, 401 ...
                     payload = json.dumps(
                         {"error": {"message": "scripted failure", "type": "server_error"}}

@@ -281,3 +281,32 @@ def test_the_model_usage_never_shows_the_endpoints_credentials(report, settings,
 )
 def test_a_model_spec_is_shown_without_credentials(spec, shown):
     assert masked_spec(spec) == shown
+
+
+@pytest.mark.parametrize("content_type", ["text/html", "application/json"])
+def test_a_body_that_is_not_json_is_retried_in_line_like_a_server_error(
+    report, settings, allow_local_model, content_type
+):
+    # given a proxy that answers the first request with its HTML error page, status 200
+    roles = RoleScript(researcher)
+    answered = []
+
+    def script(body):
+        answered.append(1)
+        if len(answered) == 1:
+            return {"raw": "<html><body>502 Bad Gateway</body></html>", "content_type": content_type}
+        return roles(body)
+
+    with ChatServer(script) as server:
+        settings.RESEARCH_MODEL = "openai-compatible:local-model"
+        settings.LLM_BASE_URL = server.url
+        # when the run executes
+        report_run(report_id=report.pk)
+
+    # then the request was sent again at once and the run completed
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.status == ReportStatus.COMPLETED, stored.error
+    assert stored.warnings == []
+    assert stored.retry_count == 0
+    assert stored.model_usage["inline_retries"] == 1
+    assert stored.citations[0]["quote"] == LIABILITY_SENTENCE
