@@ -195,10 +195,15 @@ async def _drive(report: ResearchReport) -> RunEnd:
         return end(Outcome.SALVAGED, budget=BUDGET_TIME)
     except ApplicationError as exc:
         return end(Outcome.FAILED, error=f"{exc.code}: {exc.message}")
+    except LeaseLost:
+        raise
     except Exception as exc:
-        if not is_transient(exc):
-            raise
-        return end(Outcome.FAILED, error=_describe(exc), transient=exc)
+        if is_transient(exc):
+            return end(Outcome.FAILED, error=_describe(exc), transient=exc)
+        # Any other failure (a provider refusing the request, say) ends the run with what it
+        # spent so far: its usage is kept, not lost with the error.
+        logger.exception("research run %s failed", report.pk)
+        return end(Outcome.FAILED, error=_describe(exc))
     finally:
         await minds.aclose()
 

@@ -310,3 +310,21 @@ def test_a_body_that_is_not_json_is_retried_in_line_like_a_server_error(
     assert stored.retry_count == 0
     assert stored.model_usage["inline_retries"] == 1
     assert stored.citations[0]["quote"] == LIABILITY_SENTENCE
+
+
+def test_a_run_failing_on_a_permanent_provider_error_keeps_its_usage(report, settings, allow_local_model):
+    # given a provider that plans, then refuses the researchers' requests (HTTP 400)
+    with ChatServer(RoleScript(lambda body: {"status": 400})) as server:
+        settings.RESEARCH_MODEL = "openai-compatible:local-model"
+        settings.LLM_BASE_URL = server.url
+        # when the run executes
+        report_run(report_id=report.pk)
+
+    # then it failed with the provider's error, and the usage of the requests it made is kept
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.status == ReportStatus.FAILED
+    assert stored.error.startswith("ModelRequestRejectedError: status_code: 400")
+    usage = stored.model_usage
+    assert usage["model"] == "openai-compatible:local-model"
+    assert usage["roles"]["planner"] == {"requests": 1, "input_tokens": 100, "output_tokens": 20}
+    assert usage["requests"] == len(server.requests)
