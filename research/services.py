@@ -230,6 +230,8 @@ def _model_spec(model: str | None) -> str:
 
 # A title made from the prompt is at most this long (a given one may take TITLE_MAX_CHARS).
 PROMPT_TITLE_CHARS = 120
+# The error a failed run's body quotes, at most (the report's error field holds it whole).
+FAILURE_NOTE_MAX_CHARS = 500
 
 
 def _title_from_prompt(prompt: str) -> str:
@@ -835,10 +837,31 @@ def _final_state(
             f"The research budget ({budget or 'steps'}) ran out before any finding was recorded.",
             _draft_from_findings(report),
         )
-    return ReportStatus.FAILED, [], error or "The research run failed.", _draft_from_findings(report)
+    error = error or "The research run failed."
+    return ReportStatus.FAILED, [], error, _draft_of_failed_run(report, error)
 
 
-def _draft_from_findings(report: ResearchReport) -> str:
+def _draft_of_failed_run(report: ResearchReport, error: str) -> str:
+    """A failed run's body says that it failed and why: never, for want of findings, that the
+    corpus has no answer (the model or its provider failing says nothing of the corpus)."""
+    why = " ".join(markdown_literal(error).split())[:FAILURE_NOTE_MAX_CHARS]
+    if report.findings:
+        return _draft_from_findings(
+            report,
+            note=f"The research run failed before it finished ({why}): this is only what it recorded "
+            "before; a question without findings here was not fully researched, not found unanswered.",
+        )
+    return (
+        f"# {' '.join(report.title.split())}\n\n"
+        f"The research run failed before it recorded any finding: {why}\n\n"
+        "This says nothing of whether the corpus answers the question: run it again once the "
+        "failure is resolved.\n"
+    )
+
+
+def _draft_from_findings(
+    report: ResearchReport, *, note: str = "Composed from the findings recorded before the run ended."
+) -> str:
     """The findings composed as the offline writer composes them (positions grouped by their
     quotes' words: no model is called inside the finalize transaction)."""
     judged = {
@@ -851,7 +874,7 @@ def _draft_from_findings(report: ResearchReport) -> str:
         engine_state=report.engine_state,
         findings=report.findings,
         titles=dict(Document.objects.filter(pk__in=documents).values_list("pk", "title")),
-        note="Composed from the findings recorded before the run ended.",
+        note=note,
     )
 
 

@@ -328,3 +328,25 @@ def test_a_run_failing_on_a_permanent_provider_error_keeps_its_usage(report, set
     assert usage["model"] == "openai-compatible:local-model"
     assert usage["roles"]["planner"] == {"requests": 1, "input_tokens": 100, "output_tokens": 20}
     assert usage["requests"] == len(server.requests)
+
+
+def test_a_run_failed_by_its_provider_says_so_not_that_the_corpus_has_no_answer(
+    report, settings, allow_local_model
+):
+    # given a provider that refuses every request
+    with ChatServer(lambda body: {"status": 400}) as server:
+        settings.RESEARCH_MODEL = "openai-compatible:local-model"
+        settings.LLM_BASE_URL = server.url
+        # when the run executes
+        report_run(report_id=report.pk)
+
+    # then its body says the run failed and why, and claims nothing of the corpus
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.status == ReportStatus.FAILED
+    assert stored.content.startswith(
+        f"# {report.title}\n\nThe research run failed before it recorded any finding: "
+        "ModelRequestRejectedError: status\\_code: 400"
+    )
+    assert "This says nothing of whether the corpus answers the question" in stored.content
+    assert "No passage retrieved" not in stored.content
+    assert "supports an answer" not in stored.content
