@@ -17,7 +17,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from config.exceptions import ApplicationError
 from research.engine.budget import BudgetExhausted
 from research.engine.intent import document_words
-from research.engine.planner import candidate_terms, feedback_terms
+from research.engine.planner import QUESTION_MAX_CHARS, candidate_terms, feedback_terms
 from research.engine.prompts import RESEARCHER_INSTRUCTIONS, read_data, tool_returns
 from research.engine.store import RunStore
 from research.engine.text import CARVE_OUT, best_sentences, claim_of, keywords, sentences
@@ -87,6 +87,15 @@ researcher_agent = Agent(
     name="deepcite-researcher",
     retries=2,
 )
+
+
+@researcher_agent.output_validator
+def _validate(ctx: RunContext[ResearcherDeps], notes: DirectionNotes) -> DirectionNotes:
+    """Follow-ups become the next level's directions and their search queries: capped like the
+    planner's questions, at most FOLLOW_UPS_MAX of them."""
+    kept = [" ".join(f.split())[:QUESTION_MAX_CHARS] for f in notes.follow_ups]
+    kept = list(dict.fromkeys(f for f in kept if f))[:FOLLOW_UPS_MAX]
+    return notes.model_copy(update={"follow_ups": kept})
 
 
 @researcher_agent.instructions

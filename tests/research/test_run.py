@@ -1541,3 +1541,22 @@ def test_a_document_the_judge_failed_on_is_not_examined_and_is_named_in_gaps_as_
         "- Not judged (the judge failed on it; not counted among the documents examined): *agreement-01*."
         in gaps
     )
+
+
+def test_a_researchers_over_long_follow_up_is_capped_like_a_planned_question(report):
+    # given a researcher that hands back a follow-up of 3,025 characters
+    long_follow_up = "Which clauses " + "limit liability and " * 150 + "more?"
+    assert len(long_follow_up) > 3_000
+
+    def finish(returns):
+        return [call("finish_direction", "done", follow_ups=[long_follow_up, "  ", "What caps apply?"])]
+
+    # when the run executes
+    with researcher_agent.override(model=scripted(finish)):
+        report_run(report_id=report.pk)
+    # then the next level researched it cut to QUESTION_MAX_CHARS (its queries are made of it)
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.status == ReportStatus.COMPLETED, stored.error
+    researched = stored.engine_state["researched"]
+    assert researched[0] == " ".join(long_follow_up.split())[:500]
+    assert "What caps apply?" in researched
