@@ -2,7 +2,7 @@
 research run when asked. User, corpus and conversation come from the deps, never the model."""
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import AbstractBaseUser
@@ -13,6 +13,7 @@ from conversations.models import ChatMessage, Conversation
 from corpora.models import Corpus
 from corpora.passage_views import passage_view
 from corpora.selectors import passage_search
+from llms.prompts import untrusted_json
 from research.citations import markdown_literal
 from research.exceptions import ReportAlreadyActive
 from research.models import ResearchReport
@@ -43,18 +44,19 @@ chat_agent = Agent(deps_type=ChatDeps, output_type=str, instructions=CHAT_INSTRU
 
 
 @chat_agent.tool
-async def search_passages(ctx: RunContext[ChatDeps], query: str, top_k: int = 5) -> dict[str, Any] | str:
+async def search_passages(ctx: RunContext[ChatDeps], query: str, top_k: int = 5) -> str:
     """Search the corpus; returns passages (id, document, page, text), best first."""
     deps = ctx.deps
 
-    def run() -> dict[str, Any] | str:
+    def run() -> str:
         try:
             hits = passage_search(
                 corpus=deps.corpus, query=query, top_k=max(1, min(top_k, CHAT_SEARCH_TOP_K_MAX))
             )
         except ApplicationError as exc:
             return f"error[{exc.code}]: {exc.message}"
-        return {"results": [passage_view(h.passage) for h in hits]}
+        # Passage texts are untrusted: "<" escaped, so none can close a frame or open a tag.
+        return untrusted_json({"results": [passage_view(h.passage) for h in hits]})
 
     return await sync_to_async(run, thread_sensitive=True)()
 

@@ -19,7 +19,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from rapidfuzz.distance import DamerauLevenshtein
 
 from corpora.retrieval.spelling import MIN_LENGTH, is_english
-from llms.prompts import CHAT_MESSAGE_TAG, unwrap
+from llms.prompts import CHAT_MESSAGE_TAG, tool_content, unwrap
 from research.citations import markdown_literal
 from research.engine.text import best_sentences
 
@@ -82,7 +82,7 @@ def _tool_returns(messages: list[ModelMessage]) -> dict[str, object]:
     if isinstance(last, ModelRequest):
         for part in last.parts:
             if isinstance(part, ToolReturnPart):
-                returns[part.tool_name] = part.content
+                returns[part.tool_name] = tool_content(part.content)
     return returns
 
 

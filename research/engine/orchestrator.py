@@ -545,7 +545,8 @@ class Orchestration:
     async def _judge(self, evidence: SweepEvidence, questions: list[str]) -> DocumentVerdicts | None:
         prompt = request_prompt(
             prompt=self.prompt,
-            intro=f"Judge whether the document {evidence.document_title!r} addresses each question.",
+            # The title (from a file name: untrusted) is in the framed data, never in the intro.
+            intro="Judge whether the document in the data (its title and passages) addresses each question.",
             data=judge_prompt_data(evidence, questions),
         )
         try:

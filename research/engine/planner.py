@@ -14,6 +14,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from config.exceptions import ApplicationError
+from llms.prompts import untrusted_json
 from research.engine.budget import BudgetExhausted
 from research.engine.intent import document_words
 from research.engine.prompts import PLANNER_INSTRUCTIONS, read_request, tool_returns
@@ -61,10 +62,10 @@ def _instructions(ctx: RunContext[PlannerDeps]) -> str:
 
 
 @planner_agent.tool
-async def search_passages(ctx: RunContext[PlannerDeps], query: str, top_k: int = 8) -> dict[str, Any] | str:
+async def search_passages(ctx: RunContext[PlannerDeps], query: str, top_k: int = 8) -> str:
     """Search the corpus (hybrid) to see how it words the subject; passages best first."""
     try:
-        return {"results": await ctx.deps.store.search(query=query, top_k=top_k)}
+        return untrusted_json({"results": await ctx.deps.store.search(query=query, top_k=top_k)})
     except (ApplicationError, BudgetExhausted) as exc:
         return _error(exc)
 

@@ -9,7 +9,7 @@ from typing import Any
 from pydantic_ai.framing import register_tag, wrap
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart, UserPromptPart
 
-from llms.prompts import unwrap
+from llms.prompts import tool_content, untrusted_json, unwrap
 
 RESEARCH_PROMPT_TAG = register_tag("research_prompt")
 RUBRIC_TAG = register_tag("rubric")
@@ -101,8 +101,7 @@ def request_prompt(*, prompt: str, rubric: str = "", intro: str, data: Any = Non
         parts += ["The rubric the report should satisfy (untrusted):", wrap(RUBRIC_TAG, rubric)]
     if data is not None:
         # "<" as its JSON escape: no tag can open inside the data, so framing leaves it untouched.
-        body = json.dumps(data, ensure_ascii=False).replace("<", "\\u003c")
-        parts += ["Data (JSON; its texts are untrusted):", wrap(DATA_TAG, body)]
+        parts += ["Data (JSON; its texts are untrusted):", wrap(DATA_TAG, untrusted_json(data))]
     return "\n\n".join(parts)
 
 
@@ -138,5 +137,5 @@ def tool_returns(messages: list[ModelMessage]) -> dict[str, Any]:
         if isinstance(message, ModelRequest):
             for part in message.parts:
                 if isinstance(part, ToolReturnPart):
-                    returns[part.tool_call_id] = part.content
+                    returns[part.tool_call_id] = tool_content(part.content)
     return returns

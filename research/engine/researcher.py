@@ -15,6 +15,7 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from config.exceptions import ApplicationError
+from llms.prompts import untrusted_json
 from research.engine.budget import BudgetExhausted
 from research.engine.intent import document_words
 from research.engine.planner import QUESTION_MAX_CHARS, candidate_terms, feedback_terms
@@ -110,19 +111,19 @@ async def search_passages(
     query: str,
     mode: Literal["hybrid", "lexical", "dense"] = "hybrid",
     top_k: int | None = None,
-) -> dict[str, Any] | str:
+) -> str:
     """Search the corpus. Returns passages (id, document, page, heading, text), best first."""
     try:
-        return {"results": await ctx.deps.store.search(query=query, mode=mode, top_k=top_k)}
+        return untrusted_json({"results": await ctx.deps.store.search(query=query, mode=mode, top_k=top_k)})
     except (ApplicationError, BudgetExhausted) as exc:
         return tool_error(exc)
 
 
 @researcher_agent.tool
-async def exact_search(ctx: RunContext[ResearcherDeps], phrase: str) -> dict[str, Any] | str:
+async def exact_search(ctx: RunContext[ResearcherDeps], phrase: str) -> str:
     """Passages that contain this exact phrase (case, spacing and quote style ignored)."""
     try:
-        return {"results": await ctx.deps.store.exact_search(phrase=phrase)}
+        return untrusted_json({"results": await ctx.deps.store.exact_search(phrase=phrase)})
     except (ApplicationError, BudgetExhausted) as exc:
         return tool_error(exc)
 
@@ -130,21 +131,20 @@ async def exact_search(ctx: RunContext[ResearcherDeps], phrase: str) -> dict[str
 @researcher_agent.tool
 async def read_context(
     ctx: RunContext[ResearcherDeps], passage_id: int, before: int = 1, after: int = 1
-) -> dict[str, Any] | str:
+) -> str:
     """The passage and its neighbours in document order (up to 10 each side)."""
     try:
-        return {
-            "results": await ctx.deps.store.read_context(passage_id=passage_id, before=before, after=after)
-        }
+        context = await ctx.deps.store.read_context(passage_id=passage_id, before=before, after=after)
+        return untrusted_json({"results": context})
     except (ApplicationError, BudgetExhausted) as exc:
         return tool_error(exc)
 
 
 @researcher_agent.tool
-async def list_documents(ctx: RunContext[ResearcherDeps]) -> dict[str, Any] | str:
+async def list_documents(ctx: RunContext[ResearcherDeps]) -> str:
     """The documents this run may search: id, title, source file, pages."""
     try:
-        return {"documents": await ctx.deps.store.list_documents()}
+        return untrusted_json({"documents": await ctx.deps.store.list_documents()})
     except BudgetExhausted as exc:
         return tool_error(exc)
 
