@@ -867,7 +867,8 @@ def _draft_from_findings(
     judged = {
         int(d) for entry in (report.engine_state.get("sweep") or {}).values() for d in entry.get("judged", [])
     }
-    documents = judged | {f["document_id"] for f in report.findings}
+    not_judged = {int(d) for d in report.engine_state.get("not_judged") or []}
+    documents = judged | not_judged | {f["document_id"] for f in report.findings}
     return compose_from_findings(
         title=report.title,
         plan=report.plan,

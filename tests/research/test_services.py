@@ -4,7 +4,7 @@ from django.db import connection, transaction
 from guardian.shortcuts import assign_perm
 
 from config.exceptions import ApplicationError
-from corpora.models import Passage
+from corpora.models import Document, Passage
 from notifications.models import Notification, NotificationKind
 from research.constants import (
     BREADTH_MAX,
@@ -348,3 +348,20 @@ def test_step_writes_skip_the_wal_flush_only_inside_their_own_transaction(user, 
         inside = setting()
     assert (inside, setting()) == ("off", "on")
     assert in_process_pool.wait(timeout=60)  # the run start queued, before the flush
+
+
+def test_a_salvaged_report_names_a_document_not_judged_by_its_title(report):
+    # given a run whose judge failed on one document, then whose budget ran out
+    report_mark_running(report_id=report.pk)
+    passage = _liability_passage()
+    _retrieve(report, passage)
+    finding_record(
+        report_id=report.pk, claim="Damages excluded.", quote=LIABILITY_SENTENCE, passage_ids=[passage.pk]
+    )
+    unjudged = Document.objects.exclude(pk=passage.document_id).get()
+    ResearchReport.objects.filter(pk=report.pk).update(engine_state={"not_judged": [unjudged.pk]})
+    # when the run is finalized from its findings
+    report_finalize(report_id=report.pk, outcome=Outcome.SALVAGED, budget="steps")
+    # then Gaps name the document by its title
+    gaps = ResearchReport.objects.get(pk=report.pk).content.split("## Gaps", 1)[1]
+    assert f"examined): *{unjudged.title}*." in gaps
