@@ -90,6 +90,7 @@ def compose_report(
     named: Sequence[str] = (),
     corrections: Sequence[Sequence[str]] = (),
     not_judged: Sequence[str] = (),
+    unfinished: bool = False,
 ) -> str:
     """The report: Summary with counts, Key findings by position, a per-document table for
     swept questions, Detailed analysis, Gaps. `positions` groups each question's findings
@@ -98,7 +99,9 @@ def compose_report(
     documents that answer both of theirs. `brief` (the fast path): the answer's findings and
     the gaps only. `not_planned`: parts of the request beyond the run's breadth, named in Gaps.
     `named`: the titles of the documents the request names, which alone the run searched.
-    `corrections`: the request's misspelt words, [typed, read as]."""
+    `corrections`: the request's misspelt words, [typed, read as]. `unfinished`: the run failed
+    before it finished, so a question without findings was not researched to its end (Gaps
+    says so, not that nothing supports an answer)."""
     by_index = _assign(questions, findings)
     titles = {int(k): v for k, v in document_titles.items()}
     lines = [f"# {_one_line(title)}", ""]
@@ -128,7 +131,7 @@ def compose_report(
         lines += _absent(by_index, titles)
         lines += _tables(by_index, positions or {}, titles)
         lines += _analysis(by_index, positions or {}, titles)
-    lines += _gaps(by_index, titles, not_planned, not_judged)
+    lines += _gaps(by_index, titles, not_planned, not_judged, unfinished=unfinished)
     return "\n".join(lines).strip() + "\n"
 
 
@@ -581,6 +584,8 @@ def _gaps(
     titles: Mapping[int, str],
     not_planned: Sequence[str] = (),
     not_judged: Sequence[str] = (),
+    *,
+    unfinished: bool = False,
 ) -> list[str]:
     lines = []
     if not_judged:
@@ -606,7 +611,11 @@ def _gaps(
                 f"- {_one_line(q.question)}: no document in scope mentions {_names(q.absent_names)}."
             )
         elif not _evidence(item) and not absence and q.question != OTHER_FINDINGS:
-            lines.append(f"- {_one_line(q.question)}: no passage retrieved in this run supports an answer.")
+            lines.append(
+                f"- {_one_line(q.question)}: not researched to its end before the run failed; no finding yet."
+                if unfinished
+                else f"- {_one_line(q.question)}: no passage retrieved in this run supports an answer."
+            )
         elif q.swept and unanswered:
             names = [_one_line(t) for t in unanswered[:GAP_TITLES]]
             more = len(unanswered) - len(names)
@@ -845,6 +854,7 @@ def compose_from_findings(
     findings: Sequence[Mapping[str, Any]],
     titles: Mapping[int, str],
     note: str,
+    unfinished: bool = False,
 ) -> str:
     findings, set_aside = split_set_aside(findings, engine_state)
     questions = plan_questions_summary(
@@ -863,4 +873,5 @@ def compose_from_findings(
         not_judged=[titles.get(int(d), f"Document {d}") for d in engine_state.get("not_judged") or []],
         named=[titles.get(int(d), f"Document {d}") for d in engine_state.get("named_documents") or []],
         corrections=engine_state.get("corrections") or [],
+        unfinished=unfinished,
     )

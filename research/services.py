@@ -850,6 +850,7 @@ def _draft_of_failed_run(report: ResearchReport, error: str) -> str:
             report,
             note=f"The research run failed before it finished ({why}): this is only what it recorded "
             "before; a question without findings here was not fully researched, not found unanswered.",
+            unfinished=True,
         )
     return (
         f"# {' '.join(report.title.split())}\n\n"
@@ -860,7 +861,10 @@ def _draft_of_failed_run(report: ResearchReport, error: str) -> str:
 
 
 def _draft_from_findings(
-    report: ResearchReport, *, note: str = "Composed from the findings recorded before the run ended."
+    report: ResearchReport,
+    *,
+    note: str = "Composed from the findings recorded before the run ended.",
+    unfinished: bool = False,
 ) -> str:
     """The findings composed as the offline writer composes them (positions grouped by their
     quotes' words: no model is called inside the finalize transaction)."""
@@ -876,6 +880,7 @@ def _draft_from_findings(
         findings=report.findings,
         titles=dict(Document.objects.filter(pk__in=documents).values_list("pk", "title")),
         note=note,
+        unfinished=unfinished,
     )
 
 

@@ -617,6 +617,24 @@ def test_compose_from_findings_renders_with_every_footnote_quoting_its_finding()
     )
 
 
+def test_a_failed_runs_question_without_findings_is_not_said_unanswered():
+    # given a run that failed with findings for its first question only
+    draft = compose_from_findings(
+        title="NDA review",
+        plan=PLAN,
+        engine_state=STATE,
+        findings=_quote_findings(),
+        titles=TITLES,
+        note="Failed.",
+        unfinished=True,
+    )
+
+    # then Gaps says the second was not researched to its end, not that nothing answers it
+    gaps = _section(draft, "## Gaps")
+    assert f"- {SOLICIT_QUESTION}: not researched to its end before the run failed; no finding yet." in gaps
+    assert "supports an answer" not in draft
+
+
 def test_compose_from_findings_is_brief_on_the_fast_path():
     # given a run on the fast path
     state = {**STATE, "strategy": "fast"}
