@@ -156,11 +156,15 @@ class Script:
     def _take(self, message) -> None:
         from pydantic_ai.messages import ModelRequest, ToolReturnPart
 
+        from llms.prompts import tool_content
+
         if not isinstance(message, ModelRequest):
             return
         for part in message.parts:
-            if isinstance(part, ToolReturnPart) and isinstance(part.content, dict):
-                results = part.content.get("results", [])
+            # A tool's result reaches a model as JSON with "<" escaped: read back as its data.
+            content = tool_content(part.content) if isinstance(part, ToolReturnPart) else None
+            if isinstance(content, dict):
+                results = content.get("results", [])
                 if part.tool_name == "search_passages":
                     self.last_search = results
                 for row in results:
