@@ -8,7 +8,9 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import PurePath
 
-from corpora.exceptions import CorruptFile, EmptyDocument, UnsupportedFileType
+from django.conf import settings
+
+from corpora.exceptions import CorruptFile, EmptyDocument, FileTooLarge, UnsupportedFileType
 from corpora.models import FileType
 
 logger = logging.getLogger(__name__)
@@ -284,8 +286,13 @@ def _extract_pdf(content: bytes, filename: str) -> Extracted:
         reader = PdfReader(io.BytesIO(content), strict=False)
         if reader.is_encrypted and not reader.decrypt(""):
             raise CorruptFile(f"{filename!r}: the PDF is encrypted")
+        # Each page costs its parse however few bytes it takes: count them before reading one.
+        if len(reader.pages) > settings.INGEST_MAX_PDF_PAGES:
+            raise FileTooLarge(
+                f"{filename!r} has {len(reader.pages)} pages; the limit is {settings.INGEST_MAX_PDF_PAGES}"
+            )
         page_texts = [normalize_text(page.extract_text() or "").strip() for page in reader.pages]
-    except CorruptFile:
+    except (CorruptFile, FileTooLarge):
         raise
     except Exception as exc:  # pypdf raises many error types on damaged files
         raise CorruptFile(f"{filename!r}: unreadable PDF ({exc.__class__.__name__}: {exc})") from exc
@@ -312,19 +319,34 @@ def _extract_docx(content: bytes, filename: str) -> Extracted:
     from docx.table import Table
     from docx.text.paragraph import Paragraph
 
+    _docx_refuse_zip_bomb(content, filename)
+    limit = settings.INGEST_MAX_TEXT_CHARS
     try:
         document = docx.Document(io.BytesIO(content))
+        # python-docx's Paragraph.style looks the style up anew for every paragraph (seconds
+        # for a few thousand); the style id on the paragraph and one table of names are enough.
+        style_names = _docx_style_names(document)
         blocks: list[tuple[str, int | None]] = []
+        size = 0
         for item in document.iter_inner_content():
             if isinstance(item, Paragraph):
-                style = (item.style.name if item.style is not None else "") or ""
+                style = style_names.get(item._p.style or "", "")
                 match = _DOCX_HEADING_STYLE.match(style.strip())
                 level = (int(match.group(1)) if match.group(1) else 1) if match else None
                 blocks.append((item.text, level))
+                size += len(blocks[-1][0]) + 2
             elif isinstance(item, Table):
                 for row in item.rows:
                     cells = [cell.text.strip() for cell in row.cells]
                     blocks.append((" | ".join(c for c in cells if c), None))
+                    size += len(blocks[-1][0]) + 2
+            if size > limit or len(blocks) > settings.INGEST_MAX_PARAGRAPHS:
+                raise FileTooLarge(
+                    f"{filename!r}: over {limit} characters or "
+                    f"{settings.INGEST_MAX_PARAGRAPHS} paragraphs of text; refused"
+                )
+    except FileTooLarge:
+        raise
     except (zipfile.BadZipFile, KeyError, ValueError) as exc:
         raise CorruptFile(f"{filename!r}: unreadable DOCX ({exc.__class__.__name__})") from exc
     except Exception as exc:  # python-docx surfaces lxml and package errors
@@ -343,3 +365,26 @@ def _extract_docx(content: bytes, filename: str) -> Extracted:
         parts.append(text)
         offset += len(text)
     return Extracted(text="\n\n".join(parts), headings=headings)
+
+
+def _docx_refuse_zip_bomb(content: bytes, filename: str) -> None:
+    """Refuse a .docx whose parts unzip to more than INGEST_MAX_UNZIPPED_BYTES, from the sizes
+    the zip declares, before a byte is inflated (zipfile stops reading a member at its declared
+    size, so a member cannot lie its way past this)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(content)) as archive:
+            unzipped = sum(info.file_size for info in archive.infolist())
+    except (zipfile.BadZipFile, ValueError) as exc:
+        raise CorruptFile(f"{filename!r}: unreadable DOCX ({exc.__class__.__name__})") from exc
+    if unzipped > settings.INGEST_MAX_UNZIPPED_BYTES:
+        raise FileTooLarge(
+            f"{filename!r} unzips to {unzipped} bytes; the limit is {settings.INGEST_MAX_UNZIPPED_BYTES}"
+        )
+
+
+def _docx_style_names(document) -> dict[str, str]:
+    names: dict[str, str] = {}
+    for style in document.styles.element.style_lst:
+        if style.styleId:
+            names[style.styleId] = style.name_val or ""
+    return names

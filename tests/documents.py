@@ -65,3 +65,34 @@ def docx_bytes(blocks: list[tuple[str, str]]) -> bytes:
     buffer = io.BytesIO()
     document.save(buffer)
     return buffer.getvalue()
+
+
+def docx_paragraphs_bytes(count: int, text: str = "Backups") -> bytes:
+    """A bare .docx (no styles part) of `count` one-run paragraphs of `text`, as a hostile
+    upload builds it: a few KB of zip for MBs of XML."""
+    import zipfile
+
+    main = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+    body = f"<w:p><w:r><w:t>{text} </w:t></w:r></w:p>" * count
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(
+            "[Content_Types].xml",
+            '<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">'
+            '<Default Extension="rels" '
+            'ContentType="application/vnd.openxmlformats-package.relationships+xml"/>'
+            '<Default Extension="xml" ContentType="application/xml"/>'
+            '<Override PartName="/word/document.xml" ContentType="application/'
+            'vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>',
+        )
+        archive.writestr(
+            "_rels/.rels",
+            '<?xml version="1.0"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">'
+            '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/'
+            'officeDocument" Target="word/document.xml"/></Relationships>',
+        )
+        archive.writestr(
+            "word/document.xml",
+            f'<?xml version="1.0"?><w:document xmlns:w="{main}"><w:body>{body}</w:body></w:document>',
+        )
+    return out.getvalue()

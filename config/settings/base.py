@@ -247,6 +247,14 @@ SEARCH_FUSION_DENSE_WEIGHT_QUESTION = env_float("SEARCH_FUSION_DENSE_WEIGHT_QUES
 
 # Uploads larger than this are refused before extraction.
 INGEST_MAX_FILE_BYTES = env_int("INGEST_MAX_FILE_BYTES", 50 * 1024 * 1024)
+# A .docx whose parts unzip (by the sizes its zip declares) to more than this is refused before
+# it is parsed: a few MB of zip can hold GBs of XML.
+INGEST_MAX_UNZIPPED_BYTES = env_int("INGEST_MAX_UNZIPPED_BYTES", 200 * 1024 * 1024)
+# Extraction stops and refuses the file past this much text, this many .docx paragraphs or
+# table rows, or this many PDF pages (each costs time whatever its size in bytes).
+INGEST_MAX_TEXT_CHARS = env_int("INGEST_MAX_TEXT_CHARS", 20_000_000)
+INGEST_MAX_PARAGRAPHS = env_int("INGEST_MAX_PARAGRAPHS", 100_000)
+INGEST_MAX_PDF_PAGES = env_int("INGEST_MAX_PDF_PAGES", 2_000)
 # The upload endpoint refuses a request body (all its files together) larger than this from its
 # Content-Length, before reading it; each file is also held to INGEST_MAX_FILE_BYTES.
 UPLOAD_MAX_BYTES = env_int("UPLOAD_MAX_BYTES", 50 * 1024 * 1024)

@@ -19,7 +19,7 @@ from corpora.services import corpus_create, corpus_share
 from corpora.uploads import upload_filename_clean
 from tasks.embeddings import in_process_worker
 from tests.api.conftest import gid
-from tests.documents import pdf_bytes
+from tests.documents import docx_bytes, docx_paragraphs_bytes, pdf_bytes
 from tests.embedding_server import EmbeddingServer
 from tests.factories import ACME_SUPPLY, INITECH_LICENSE
 
@@ -147,6 +147,64 @@ def test_each_bad_file_is_reported_with_its_code_and_the_others_are_stored(uploa
     assert body["documents"][4]["message"] == "'big.txt' is 5000 bytes; the limit is 2000"
     assert body["documents"][0]["message"].startswith("'setup.exe': unsupported file type '.exe'; supported:")
     assert document.source_name == "initech.txt"
+
+
+def test_a_docx_of_too_many_paragraphs_is_refused_and_a_smaller_one_keeps_its_headings(
+    upload, corpus, settings
+):
+    # given a paragraph limit one file is over, and a file with headings under it
+    settings.INGEST_MAX_PARAGRAPHS = 1000
+    files = [
+        ("many.docx", docx_paragraphs_bytes(1001)),
+        ("few.docx", docx_bytes([("Heading 2", "Backups"), ("Normal", "Nightly backups are kept 30 days.")])),
+    ]
+    # when
+    status, body, _ = upload(corpus.pk, files)
+    # then
+    assert status == 200
+    assert [(d["filename"], d["status"], d["code"]) for d in body["documents"]] == [
+        ("many.docx", "failed", "file_too_large"),
+        ("few.docx", "ingested", None),
+    ]
+    assert body["documents"][0]["message"] == (
+        "'many.docx': over 20000000 characters or 1000 paragraphs of text; refused"
+    )
+    assert Document.objects.get().source_name == "few.docx"
+    assert list(Passage.objects.values_list("heading_path", flat=True)) == [["Backups"]]
+
+
+def test_a_docx_that_unzips_past_the_limit_is_refused_before_it_is_parsed(upload, corpus, settings):
+    # given a .docx of 5 KB whose XML unzips to some 500 KB, over the limit
+    settings.INGEST_MAX_UNZIPPED_BYTES = 100_000
+    bomb = docx_paragraphs_bytes(12_000)
+    # when
+    status, body, _ = upload(corpus.pk, [("bomb.docx", bomb)])
+    # then
+    assert status == 200
+    [result] = body["documents"]
+    assert (result["status"], result["code"]) == ("failed", "file_too_large")
+    assert result["message"].startswith("'bomb.docx' unzips to ")
+    assert result["message"].endswith(" bytes; the limit is 100000")
+    assert not Document.objects.exists()
+
+
+def test_a_pdf_of_more_pages_than_the_limit_is_refused(upload, corpus, settings):
+    # given a page limit a four-page PDF is over
+    settings.INGEST_MAX_PDF_PAGES = 3
+    pages = pdf_bytes([["Backups are kept 30 days."]] * 4)
+    # when
+    status, body, _ = upload(corpus.pk, [("pages.pdf", pages)])
+    # then
+    assert status == 200
+    assert body["documents"][0] | {"document_id": None} == {
+        "filename": "pages.pdf",
+        "status": "failed",
+        "code": "file_too_large",
+        "message": "'pages.pdf' has 4 pages; the limit is 3",
+        "document_id": None,
+        "passages": 0,
+    }
+    assert not Document.objects.exists()
 
 
 def test_an_oversized_body_is_refused_from_its_content_length_before_it_is_read(upload, corpus, settings):
