@@ -222,10 +222,22 @@ class _HtmlText:
         if text:
             self.blocks.append((text, level))
 
-    def walk(self, node) -> None:
+    def walk(self, root) -> None:
+        """Depth first with a stack of its own: a page of 100,000 nested tags is as deep as
+        the parser makes it, far past Python's recursion limit."""
         from bs4 import Comment, Declaration, Doctype, NavigableString, ProcessingInstruction
 
-        for child in node.children:
+        # Entries are a node to visit or, after a block's children, the heading level to flush.
+        stack: list = [("children", root)]
+        while stack:
+            kind, value = stack.pop()
+            if kind == "flush":
+                self.flush(value)
+                continue
+            if kind == "children":
+                stack.extend(("node", child) for child in reversed(list(value.children)))
+                continue
+            child = value
             if isinstance(child, Comment | Declaration | Doctype | ProcessingInstruction):
                 continue
             if isinstance(child, NavigableString):
@@ -238,10 +250,10 @@ class _HtmlText:
                 self._parts.append(" ")
             elif name in _HTML_BLOCK:
                 self.flush()
-                self.walk(child)
-                self.flush(_HTML_HEADINGS.get(name))
+                stack.append(("flush", _HTML_HEADINGS.get(name)))
+                stack.append(("children", child))
             else:
-                self.walk(child)
+                stack.append(("children", child))
 
 
 def _is_hidden(tag) -> bool:

@@ -207,6 +207,28 @@ def test_a_pdf_of_more_pages_than_the_limit_is_refused(upload, corpus, settings)
     assert not Document.objects.exists()
 
 
+def test_deeply_nested_html_is_ingested_in_reading_order(upload, corpus, caplog):
+    # given pages nested far past Python's recursion limit
+    files = [
+        ("inline.html", b"<p>" + b"<b><i>" * 100_000 + b"Backups are kept 30 days."),
+        ("tables.html", b"<h2>Retention</h2>" + b"<table>" * 50_000 + b"Logs are kept a year."),
+    ]
+    # when
+    status, body, _ = upload(corpus.pk, files)
+    # then
+    assert status == 200
+    assert [(d["filename"], d["status"], d["code"]) for d in body["documents"]] == [
+        ("inline.html", "ingested", None),
+        ("tables.html", "ingested", None),
+    ]
+    texts = dict(Document.objects.values_list("source_name", "text"))
+    assert texts == {
+        "inline.html": "Backups are kept 30 days.",
+        "tables.html": "Retention\n\nLogs are kept a year.",
+    }
+    assert not [r for r in caplog.records if r.levelname == "ERROR"]
+
+
 def test_an_oversized_body_is_refused_from_its_content_length_before_it_is_read(upload, corpus, settings):
     # given a body whose reading would fail the test
     settings.UPLOAD_MAX_BYTES = 1000
