@@ -14,6 +14,7 @@ Verifying a delivery: HMAC-SHA256, keyed with the webhook's secret, of
 `<X-Deepcite-Timestamp>.<raw body>`, hex, equals `X-Deepcite-Signature` after `sha256=`; refuse
 timestamps more than a few minutes old."""
 
+import contextlib
 import hashlib
 import hmac
 import http.client
@@ -181,7 +182,30 @@ def deliver(webhook: Webhook, payload: dict[str, Any]) -> int:
     return status
 
 
-class _PinnedHTTPConnection(http.client.HTTPConnection):
+class _Cuttable:
+    """The TCP socket under the connection (under TLS too), kept to be shut from another thread."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._lock = threading.Lock()
+        self._cut = False
+        self.raw: socket.socket | None = None
+
+    def _connected(self, sock: socket.socket) -> None:
+        with self._lock:
+            self.raw = sock
+            if self._cut:
+                sock.shutdown(socket.SHUT_RDWR)
+
+    def cut(self) -> None:
+        with self._lock:
+            self._cut = True
+            if self.raw is not None:
+                with contextlib.suppress(OSError):  # closed already
+                    self.raw.shutdown(socket.SHUT_RDWR)
+
+
+class _PinnedHTTPConnection(_Cuttable, http.client.HTTPConnection):
     """Connects to the address checked, not to what the host name resolves to by now; the name
     still makes the Host header."""
 
@@ -189,9 +213,10 @@ class _PinnedHTTPConnection(http.client.HTTPConnection):
 
     def connect(self) -> None:
         self.sock = socket.create_connection((self.address, self.port), self.timeout)
+        self._connected(self.sock)
 
 
-class _PinnedHTTPSConnection(http.client.HTTPSConnection):
+class _PinnedHTTPSConnection(_Cuttable, http.client.HTTPSConnection):
     """The same over TLS: the certificate is verified for the host name (and SNI sent for it)."""
 
     address = ""
@@ -199,6 +224,7 @@ class _PinnedHTTPSConnection(http.client.HTTPSConnection):
     def connect(self) -> None:
         sock = socket.create_connection((self.address, self.port), self.timeout)
         try:
+            self._connected(sock)
             self.sock = ssl.create_default_context().wrap_socket(sock, server_hostname=self.host)
         except BaseException:
             sock.close()
@@ -206,21 +232,42 @@ class _PinnedHTTPSConnection(http.client.HTTPSConnection):
 
 
 def _post(webhook: Webhook, body: bytes) -> int:
+    """The receiver's status, within WEBHOOK_TIMEOUT_SECONDS for the whole attempt: a socket's
+    timeout is per read, so a receiver sending a byte every few seconds would hold the attempt
+    (and the test delivery's page) for ever. At the deadline a timer shuts the socket, which
+    ends whatever read is waiting. Only the status line and headers are read, never the body."""
     target = resolve_target(webhook.url)  # checked again: the name may answer differently now
+    timeout = settings.WEBHOOK_TIMEOUT_SECONDS
     kind = _PinnedHTTPSConnection if target.scheme == "https" else _PinnedHTTPConnection
-    connection = kind(target.host, target.port, timeout=settings.WEBHOOK_TIMEOUT_SECONDS)
+    connection = kind(target.host, target.port, timeout=timeout)
     connection.address = target.address
+    expired = threading.Event()
+
+    def cut() -> None:
+        expired.set()
+        connection.cut()
+
+    deadline = threading.Timer(timeout, cut)
+    deadline.daemon = True
+    deadline.start()
     try:
         headers = {
             "Content-Type": "application/json",
             "User-Agent": USER_AGENT,
             **signature_headers(webhook.secret, body, int(time.time())),
         }
-        connection.request("POST", target.path, body=body, headers=headers)
-        response = connection.getresponse()
-        response.read(64 * 1024)  # a redirect is an answer, never followed
-        return response.status
+        try:
+            connection.request("POST", target.path, body=body, headers=headers)
+            status = connection.getresponse().status  # a redirect is an answer, never followed
+        except (OSError, http.client.HTTPException) as exc:
+            if expired.is_set():
+                raise TimeoutError(f"timed out: no answer within {timeout:g} s") from exc
+            raise
+        if expired.is_set():
+            raise TimeoutError(f"timed out: no answer within {timeout:g} s")
+        return status
     finally:
+        deadline.cancel()
         connection.close()
 
 

@@ -443,3 +443,54 @@ def test_the_api_refuses_an_unknown_format_and_a_signed_out_caller(user):
     assert refused["webhook"] is None and [e["code"] for e in refused["errors"]] == ["not_authenticated"]
     assert anonymous.data("{ webhook { url } }") == {"webhook": None}
     assert not Webhook.objects.exists()
+
+
+class Trickler:
+    """A receiver that reads the request, then answers a byte at a time, `every` seconds apart:
+    each read is quick, the answer never finishes in time."""
+
+    def __init__(self, every: float = 0.2) -> None:
+        self.every = every
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/hooks/deepcite"
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+
+    def _serve(self) -> None:
+        connection, _ = self.listener.accept()
+        with connection:
+            connection.recv(65536)
+            answer = b"HTTP/1.1 200 OK\r\nX-Padding: " + b"." * 60 + b"\r\nContent-Length: 0\r\n\r\n"
+            for byte in answer:
+                if self.stop.wait(self.every):
+                    return
+                try:
+                    connection.sendall(bytes([byte]))
+                except OSError:
+                    return
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(timeout=5)
+        self.listener.close()
+
+
+def test_a_receiver_trickling_its_answer_is_cut_off_at_the_overall_timeout(user, private_allowed, settings):
+    # given a receiver that would take 16 s to answer, a byte every 0.2 s, and a 1 s timeout
+    settings.WEBHOOK_TIMEOUT_SECONDS = 1
+    alice = Client()
+    alice.force_login(user)
+    with Trickler() as receiver:
+        webhook_set(user=user, url=receiver.url, payload_format="json", enabled=True)
+        # when the test delivery is asked for on the page
+        tested = alice.post("/notifications/webhook/", {"action": "test"}, follow=True).content.decode()
+    # then the attempt ends as a timeout, not with the receiver's late 200
+    assert "The test delivery failed: timed out: no answer within 1 s (webhook_delivery_failed)." in tested
+    webhook = Webhook.objects.get(user=user)
+    assert webhook.last_status is None
+    assert webhook.last_error == "TimeoutError: timed out: no answer within 1 s"
