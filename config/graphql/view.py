@@ -166,6 +166,13 @@ class DeepciteGraphQLView(GraphQLView):
                 if refused:
                     return ExecutionResult(data=None, errors=refused)
                 self._mutation_allowed(request, _root_fields(operation, document))
+            elif operation is not None and operation.operation == OperationType.QUERY:
+                searches = _root_fields(operation, document).count("search")
+                if searches:
+                    refused = validate(self.schema.graphql_schema, document)
+                    if refused:
+                        return ExecutionResult(data=None, errors=refused)
+                    self._searches_allowed(request, searches)
         return super().execute_graphql_request(request, data, query, variables, operation_name, show_graphiql)
 
     def get_graphql_params(self, request, data):
@@ -197,12 +204,20 @@ class DeepciteGraphQLView(GraphQLView):
         """A read-only token runs no mutation; every mutation field counts against the user's
         (or, signed out, the address's) rate, research starts and chat messages against their own."""
         request_may_write(request, what="run mutations")
-        user = request.user
-        address = client_address(request) or "unknown"
-        key = f"user:{user.pk}" if user.is_authenticated else f"address:{address}"
+        key = _rate_key(request)
         _limited("mutations", key, amount=len(fields))
         _limited("research", key, amount=sum(f in RESEARCH_MUTATIONS for f in fields))
         _limited("chat", key, amount=sum(f in CHAT_MUTATIONS for f in fields))
+
+    @staticmethod
+    def _searches_allowed(request: HttpRequest, searches: int) -> None:
+        """A search ranks a corpus (seconds for a large one): a request holds at most
+        GRAPHQL_MAX_SEARCHES `search` fields (aliases and fragments counted), each counting
+        against the user's (or, signed out, the address's) search rate."""
+        if searches > settings.GRAPHQL_MAX_SEARCHES:
+            message = f"a request may search at most {settings.GRAPHQL_MAX_SEARCHES} times; it has {searches}"
+            raise _Rejected(_error(400, "too_many_searches", message))
+        _limited("search", _rate_key(request), amount=searches)
 
     def can_display_graphiql(self, request, data):
         return settings.GRAPHIQL and super().can_display_graphiql(request, data)
@@ -287,6 +302,13 @@ def _error(status: int, code: str, message: str) -> JsonResponse:
 
 RESEARCH_MUTATIONS = frozenset({"startResearchReport", "resumeResearchReport"})
 CHAT_MUTATIONS = frozenset({"sendChatMessage"})
+
+
+def _rate_key(request: HttpRequest) -> str:
+    """Rates count per user (all of their tokens and sessions), per address when signed out."""
+    if request.user.is_authenticated:
+        return f"user:{request.user.pk}"
+    return f"address:{client_address(request) or 'unknown'}"
 
 
 def _limited(name: str, key: str, *, amount: int = 1) -> None:

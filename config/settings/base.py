@@ -112,6 +112,8 @@ RATE_LIMITS = {
     "mutations": env_str("RATE_LIMIT_MUTATIONS", "120/m"),
     "research": env_str("RATE_LIMIT_RESEARCH", "10/m"),
     "chat": env_str("RATE_LIMIT_CHAT", "30/m"),
+    # GraphQL `search` fields (each alias counts), per user.
+    "search": env_str("RATE_LIMIT_SEARCH", "60/m"),
     "token_failures": env_str("RATE_LIMIT_TOKEN_FAILURES", "30/m"),
     # Files uploaded to POST /api/corpora/<id>/documents, per user (each file counts once).
     "uploads": env_str("RATE_LIMIT_UPLOADS", "200/h"),
@@ -328,6 +330,8 @@ GRAPHENE = {
 GRAPHQL_MAX_DEPTH = env_int("GRAPHQL_MAX_DEPTH", 10)
 # Field selections a single request may make (fragments expanded): a complexity ceiling.
 GRAPHQL_MAX_FIELDS = env_int("GRAPHQL_MAX_FIELDS", 400)
+# `search` fields in one GraphQL request (aliases and fragments counted); more: too_many_searches.
+GRAPHQL_MAX_SEARCHES = env_int("GRAPHQL_MAX_SEARCHES", 5)
 
 LOGGING = {
     "version": 1,

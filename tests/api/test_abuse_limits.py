@@ -122,6 +122,54 @@ def test_chat_messages_have_their_own_rate(gql, corpus, limits):
     limited(gql(CHAT, {"c": gid("Corpus", corpus.pk)}))
 
 
+def searches(count: int, *, fragment: bool = False) -> str:
+    """One request of `count` aliased searches of the corpus $c (the last behind a fragment)."""
+    fields = [
+        f's{n}: search(corpusId: $c, query: "liability", topK: 500, mode: HYBRID) {{ score }}'
+        for n in range(count)
+    ]
+    if not fragment:
+        return "query($c: ID!) { " + " ".join(fields) + " }"
+    return (
+        "query($c: ID!) { "
+        + " ".join(fields[:-1])
+        + " ...more } fragment more on Query { "
+        + fields[-1]
+        + " }"
+    )
+
+
+def test_a_request_with_more_searches_than_the_cap_is_refused_with_its_code(gql, corpus, settings):
+    # given the cap of 5 searches a request
+    settings.GRAPHQL_MAX_SEARCHES = 5
+    c = {"c": gid("Corpus", corpus.pk)}
+    # when
+    five = gql(searches(5), c)
+    six = gql(searches(6, fragment=True), c)
+    many = gql(searches(199), c)
+    # then
+    assert five[0] == 200 and "errors" not in five[1], five
+    refused = "a request may search at most 5 times; it has {}"
+    assert six == (
+        400,
+        {"errors": [{"message": refused.format(6), "extensions": {"code": "too_many_searches"}}]},
+    )
+    assert many[1]["errors"][0]["message"] == refused.format(199)
+
+
+def test_searches_past_the_rate_are_refused_with_retry_after(gql, other_gql, corpus, limits):
+    # given a rate of 8 searches a minute
+    limits(search="8/m")
+    c = {"c": gid("Corpus", corpus.pk)}
+    # when
+    answers = [gql(searches(4), c)[0], gql(searches(4), c)[0]]
+    # then the next search is refused, other queries and other users go on
+    assert answers == [200, 200]
+    assert limited(gql(searches(1), c)) > 0
+    assert gql(READ)[0] == 200
+    assert other_gql(READ)[0] == 200
+
+
 def test_a_users_tokens_share_one_count_and_other_users_have_their_own(gql, other_gql, user, limits):
     limits(mutations="3/m")
     second = GraphQL(Client(), token=api_token_create(user=user, name="second").secret)
