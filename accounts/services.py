@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from accounts.models import TOKEN_NAME_MAX_CHARS, ApiToken
 from config.exceptions import ApplicationError
+from config.text import name_clean
 
 TOKEN_PREFIX = "dc_"  # noqa: S105 - a public marker, not a secret
 TOKENS_PER_USER_MAX = 50
@@ -58,8 +59,10 @@ def api_token_create(
 ) -> IssuedToken:
     """A new token for `user`, expiring after `expires_in_days` (None: never); a read-only one
     can query but not run mutations."""
-    name = " ".join((name or "").split())
-    if not name or len(name) > TOKEN_NAME_MAX_CHARS or "\x00" in name:
+    # A NUL is refused, as at the API's door; other controls are dropped.
+    refused = "\x00" in (name or "")
+    name = name_clean(name)
+    if refused or not name or len(name) > TOKEN_NAME_MAX_CHARS:
         raise TokenNameInvalid(f"a token name is 1 to {TOKEN_NAME_MAX_CHARS} characters", field="name")
     if expires_in_days is not None and (
         isinstance(expires_in_days, bool)

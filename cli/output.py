@@ -19,6 +19,22 @@ from rich.status import Status
 from rich.table import Table
 from rich.text import Text
 
+# Control characters (C0 but tab and newline, DEL, C1) a terminal would act on (ESC starts a
+# sequence, CR rewrites the line) and bidi controls that reorder what is shown. Names and text
+# come from the server, where other users wrote them and older rows may hold any of these.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with each character a terminal would act on replaced by U+FFFD."""
+    return _UNSAFE.sub("\ufffd", text)
+
+
+def _json_safe(dumped: str) -> str:
+    # json.dumps escapes C0 but writes DEL, C1 and bidi controls as they are: escape them too
+    # (the same JSON value; outside strings JSON has none of these characters).
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", dumped)
+
 
 class Output:
     def __init__(self) -> None:
@@ -26,21 +42,22 @@ class Output:
         self.err_console = Console(stderr=True, highlight=False)
 
     def json(self, value: Any) -> None:
-        sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.write(_json_safe(json.dumps(value, ensure_ascii=False, indent=2)) + "\n")
         sys.stdout.flush()
 
     def line(self, text: str) -> None:
-        sys.stdout.write(text + "\n")
+        sys.stdout.write(terminal_safe(text) + "\n")
         sys.stdout.flush()
 
     def note(self, text: str) -> None:
-        sys.stderr.write(text + "\n")
+        sys.stderr.write(terminal_safe(text) + "\n")
         sys.stderr.flush()
 
     def error(self, code: str, message: str) -> None:
         self.note(f"deepcite: [{code}] {' '.join(message.split())}")
 
     def markdown(self, content: str) -> None:
+        content = terminal_safe(content)
         # Rendered on a terminal; piped or redirected output stays markdown.
         if self.console.is_terminal:
             # Rich's markdown has no footnotes: give each definition its own paragraph.
@@ -145,7 +162,7 @@ def reports_table(reports: list[dict[str, Any]]) -> Table:
             report["id"],
             Text(report["status"].lower(), style=STATUS_STYLES.get(report["status"], "")),
             report["depth"].lower(),
-            Text(report["title"]),  # as written: "[/]" in a title is no markup
+            Text(terminal_safe(report["title"])),  # as written: "[/]" in a title is no markup
             local_time(report["created"]),
         )
     return table
@@ -170,7 +187,10 @@ def corpora_table(corpora: list[dict[str, Any]]) -> Table:
     table.add_column("passages", justify="right")
     for corpus in corpora:
         table.add_row(
-            corpus["id"], Text(corpus["name"]), str(corpus["documentCount"]), str(corpus["passageCount"])
+            corpus["id"],
+            Text(terminal_safe(corpus["name"])),
+            str(corpus["documentCount"]),
+            str(corpus["passageCount"]),
         )
     return table
 
@@ -188,10 +208,10 @@ def uploads_table(results: list[dict[str, Any]]) -> Table:
         reason = f"[{result.get('code')}] {result.get('message')}"
         detail = reason if failed else result.get("document_id") or ""
         table.add_row(
-            Text(str(result.get("filename"))),
+            Text(terminal_safe(str(result.get("filename")))),
             Text(str(result.get("status")), style="red" if failed else "green"),
             str(result.get("passages") or ""),
-            Text(str(detail)),
+            Text(terminal_safe(str(detail))),
         )
     return table
 
@@ -276,13 +296,13 @@ class ProgressView:
         text = progress_text(report, time.monotonic() - self.started)
         if self._status is not None:
             title = report["title"] if len(report["title"]) <= 40 else report["title"][:39] + "…"
-            self._status.update(Text(f"{title} — {text}"))
+            self._status.update(Text(terminal_safe(f"{title} — {text}")))
         elif _stage(report) != self._last_stage:
             self.output.note(f"{report['id']}: {text}")
         self._last_stage = _stage(report)
 
     def retrying(self, message: str) -> None:
         if self._status is not None:
-            self._status.update(Text(f"retrying: {message}"))
+            self._status.update(Text(terminal_safe(f"retrying: {message}")))
         else:
             self.output.note(f"retrying: {message}")

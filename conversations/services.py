@@ -7,6 +7,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from config.exceptions import ApplicationError
+from config.text import name_clean
 from conversations.models import CONVERSATION_TITLE_MAX_CHARS, ChatMessage, Conversation, MessageRole
 from corpora.models import Corpus
 
@@ -18,7 +19,7 @@ class MessageInvalid(ApplicationError):
 
 
 def conversation_create(*, creator: AbstractBaseUser, corpus: Corpus, title: str = "") -> Conversation:
-    title = " ".join(title.split())[:CONVERSATION_TITLE_MAX_CHARS]
+    title = name_clean(title)[:CONVERSATION_TITLE_MAX_CHARS]
     return Conversation.objects.create(creator=creator, corpus=corpus, title=title)
 
 

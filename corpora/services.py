@@ -17,6 +17,7 @@ from django.db.models import F
 from guardian.models import GroupObjectPermission, UserObjectPermission
 from guardian.shortcuts import assign_perm, remove_perm
 
+from config.text import name_clean
 from corpora.chunking import chunk_text
 from corpora.constants import CORPUS_NAME_MAX_LENGTH, DOCUMENT_TITLE_MAX_LENGTH
 from corpora.embedding import Embedder, get_embedder, vector_to_bytes
@@ -73,9 +74,11 @@ def corpus_create(*, creator: AbstractBaseUser, name: str, description: str = ""
 
 
 def _corpus_name_clean(name: str | None) -> str:
-    """Whitespace runs become one space; 1 to CORPUS_NAME_MAX_LENGTH characters, no NUL."""
-    name = " ".join((name or "").split())
-    if not name or len(name) > CORPUS_NAME_MAX_LENGTH or "\x00" in name:
+    """One line of printable text (config.text.name_clean); 1 to CORPUS_NAME_MAX_LENGTH characters."""
+    # A NUL is refused, as at the API's door; other controls are dropped.
+    refused = "\x00" in (name or "")
+    name = name_clean(name)
+    if refused or not name or len(name) > CORPUS_NAME_MAX_LENGTH:
         raise CorpusNameInvalid(f"a corpus name is 1 to {CORPUS_NAME_MAX_LENGTH} characters", field="name")
     return name
 

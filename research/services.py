@@ -19,6 +19,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.text import slugify
 
+from config.text import name_clean
 from conversations.models import ChatMessage, Conversation, MessageRole
 from conversations.services import chat_message_append
 from corpora.exceptions import CorpusNotFound
@@ -114,7 +115,7 @@ def report_start(
     rubric = (rubric or "").strip()
     if len(rubric) > RUBRIC_MAX_CHARS:
         raise RubricInvalid(f"a rubric is at most {RUBRIC_MAX_CHARS:,} characters", field="rubric")
-    title = " ".join((title or "").split()) or _title_from_prompt(prompt)
+    title = name_clean(title) or name_clean(_title_from_prompt(prompt)) or "Research report"
     if len(title) > TITLE_MAX_CHARS:
         raise TitleInvalid(f"a title is at most {TITLE_MAX_CHARS} characters", field="title")
     steps = preset.max_steps if max_steps is None else _max_steps(max_steps)

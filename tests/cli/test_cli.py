@@ -11,7 +11,7 @@ import pytest
 
 from accounts.services import api_token_create
 from config.graphql.ids import decode_id, encode_id
-from corpora.models import Document, Passage
+from corpora.models import Corpus, Document, Passage
 from corpora.services import corpus_create
 from research.models import ReportStatus, ResearchReport
 from tasks.research import in_process_pool
@@ -426,3 +426,29 @@ def test_the_progress_text_counts_the_documents_swept_and_read_again():
     }
     text = progress_text(report, 9.2)
     assert text == "running · rereading · 61/61 documents · 3 read again · 2 findings · 1 source · 9s"
+
+
+def test_control_characters_stored_in_names_never_reach_the_terminal(live_server, token, user):
+    # given rows stored before names were cleaned, holding escape sequences and a bidi override
+    corpus = corpus_create(creator=user, name="Team docs")
+    Corpus.objects.filter(pk=corpus.pk).update(name="Team docs\x1b]0;owned\x07\x1b[2J")
+    report = queued_report(user, corpus, title="Q3")
+    ResearchReport.objects.filter(pk=report.pk).update(title="Q3 \u202eslx.exe\x9b2J")
+
+    # when the tables and the JSON are printed
+    printed = [
+        deepcite("corpora", url=live_server.url, token=token),
+        deepcite("list", url=live_server.url, token=token),
+        deepcite("corpora", "--json", url=live_server.url, token=token),
+        deepcite("list", "--json", url=live_server.url, token=token),
+    ]
+
+    # then each control character is shown as U+FFFD, and the JSON escapes them, same values
+    assert [r.returncode for r in printed] == [0, 0, 0, 0], [r.stderr for r in printed]
+    corpora, reports, corpora_json, reports_json = (r.stdout for r in printed)
+    for stdout in (corpora, reports, corpora_json, reports_json):
+        assert not set(stdout) & {"\x1b", "\x07", "\x9b", "\u202e"}
+    assert "Team docs\ufffd]0;owned\ufffd\ufffd[2J" in corpora
+    assert "Q3 \ufffdslx.exe\ufffd2J" in reports
+    assert json.loads(corpora_json)[0]["name"] == "Team docs\x1b]0;owned\x07\x1b[2J"
+    assert json.loads(reports_json)[0]["title"] == "Q3 \u202eslx.exe\x9b2J"
