@@ -40,7 +40,11 @@ class CreateApiToken(BaseMutation):
     @classmethod
     def perform(cls, root, info, name, expires_in_days=None, read_only=False):
         issued = api_token_create(
-            user=require_user(info), name=name, expires_in_days=expires_in_days, read_only=bool(read_only)
+            user=require_user(info),
+            name=name,
+            expires_in_days=expires_in_days,
+            read_only=bool(read_only),
+            issuer=getattr(info.context, "api_token", None),
         )
         return {"token": issued.token, "secret": issued.secret}
 

@@ -55,10 +55,17 @@ def _digest(secret: str) -> str:
 
 
 def api_token_create(
-    *, user: AbstractBaseUser, name: str, expires_in_days: int | None = None, read_only: bool = False
+    *,
+    user: AbstractBaseUser,
+    name: str,
+    expires_in_days: int | None = None,
+    read_only: bool = False,
+    issuer: ApiToken | None = None,
 ) -> IssuedToken:
     """A new token for `user`, expiring after `expires_in_days` (None: never); a read-only one
-    can query but not run mutations."""
+    can query but not run mutations. Made with a token (`issuer`, the request's bearer token),
+    it expires no later than that token and is read-only if that one is: a short-lived or
+    leaked token must not mint itself a stronger one."""
     # A NUL is refused, as at the API's door; other controls are dropped.
     refused = "\x00" in (name or "")
     name = name_clean(name)
@@ -79,6 +86,10 @@ def api_token_create(
         raise TokenLimitReached(f"at most {TOKENS_PER_USER_MAX} active tokens; revoke one first")
     secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
     expires_at = None if expires_in_days is None else timezone.now() + timedelta(days=expires_in_days)
+    if issuer is not None:
+        read_only = read_only or issuer.read_only
+        if issuer.expires_at is not None and (expires_at is None or expires_at > issuer.expires_at):
+            expires_at = issuer.expires_at
     token = ApiToken.objects.create(
         user=user,
         name=name,

@@ -224,6 +224,54 @@ def test_create_api_token_takes_an_expiry_and_a_scope(gql):
         assert refused["errors"] == [{"code": "token_expiry_invalid", "field": "expiresInDays"}]
 
 
+FOREVER = (
+    'mutation($d: Int) { createApiToken(name: "forever", expiresInDays: $d) '
+    "{ errors { code } secret token { expiresAt readOnly } } }"
+)
+
+
+def test_a_token_made_with_a_token_expires_no_later_than_it(user):
+    # given a token that expires in a day
+    day = api_token_create(user=user, name="day pass", expires_in_days=1)
+    gql = GraphQL(Client(), token=day.secret)
+    # when it asks for a token that never expires, and for one of a year
+    forever = gql.data(FOREVER)["createApiToken"]
+    year = gql.data(FOREVER, {"d": 365})["createApiToken"]
+    # then both expire when it does, and are refused once it has expired
+    assert forever["errors"] == [] and year["errors"] == []
+    made = ApiToken.objects.filter(name="forever")
+    assert [t.expires_at for t in made] == [day.token.expires_at] * 2
+    ApiToken.objects.update(expires_at=timezone.now() - timedelta(seconds=1))
+    for secret in (forever["secret"], year["secret"]):
+        status, body = GraphQL(Client(), token=secret)(READ)
+        assert (status, body["errors"][0]["extensions"]["code"]) == (401, "invalid_token")
+
+
+def test_a_token_made_with_a_token_may_expire_sooner_and_one_made_signed_in_never(user):
+    # given a token that expires in 30 days, and a session
+    month = GraphQL(Client(), token=api_token_create(user=user, name="month", expires_in_days=30).secret)
+    browser = Client()
+    browser.force_login(user)
+    # when
+    week = month.data(FOREVER, {"d": 7})["createApiToken"]
+    response = browser.post("/graphql", data=json.dumps({"query": FOREVER}), content_type="application/json")
+    # then a sooner expiry stands, and a session (no token) still makes a token that never expires
+    assert week["errors"] == [] and response.json()["data"]["createApiToken"]["errors"] == []
+    week_made, session_made = ApiToken.objects.filter(name="forever").order_by("pk")
+    assert week_made.expires_at < timezone.now() + timedelta(days=8)
+    assert session_made.expires_at is None
+
+
+def test_a_read_only_token_cannot_make_a_token(user):
+    # given
+    reader = GraphQL(Client(), token=api_token_create(user=user, name="reader", read_only=True).secret)
+    # when
+    status, body = reader(FOREVER)
+    # then
+    assert (status, body["errors"][0]["extensions"]["code"]) == (403, "token_read_only")
+    assert not ApiToken.objects.filter(name="forever").exists()
+
+
 def test_an_unreachable_cache_lets_requests_through(gql, limits, settings):
     settings.CACHES = {
         "default": {
