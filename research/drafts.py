@@ -247,9 +247,10 @@ def _conjunctions(
         first, second = of
         # A document whose quotes deny what a question asks may be done ("neither party may
         # terminate this agreement for convenience") addresses it, and does not have it.
+        denying = [_denying(first), _denying(second)]
         answers = [
-            {d: t for d, t in _answer(item, titles).items() if d not in _denying(item)}
-            for item in (first, second)
+            {d: t for d, t in _answer(item, titles).items() if d not in denied}
+            for item, denied in zip((first, second), denying, strict=True)
         ]
         shared = set(answers[0]) & set(answers[1])
         cites = {d: [f for item in of for f in item.findings if f["document_id"] == d] for d in shared}

@@ -467,11 +467,11 @@ class RunStore:
         # Quotes denying what the question asks may be done ("neither party may terminate this
         # agreement for convenience") take positions of their own, labelled so: they address
         # the question, and answer it no.
-        denied = [i for i, f in enumerate(findings) if denies(f["quote"], question)]
+        denied = [denies(f["quote"], question) for f in findings]
         result = []
         for members, prefix in (
-            ([i for i in range(len(findings)) if i not in denied], ""),
-            (denied, DENIED_LABEL),
+            ([i for i, no in enumerate(denied) if not no], ""),
+            ([i for i, no in enumerate(denied) if no], DENIED_LABEL),
         ):
             if not members:
                 continue

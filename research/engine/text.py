@@ -499,13 +499,8 @@ def _refers_back(part: str, previous: str) -> bool:
     if not re.match(r"(?:how|what|when|whether)\b", part, re.IGNORECASE):
         return False
     earlier = {stem(w) for w in content_words(previous)}
-    return any(
-        any(
-            len(min(a, b, key=len)) >= REFERENCE_MIN_LETTERS and (a.startswith(b) or b.startswith(a))
-            for b in earlier
-        )
-        for a in (stem(m.group(1).lower()) for m in re.finditer(r"\bthe\s+([^\W\d_]+)", part, re.IGNORECASE))
-    )
+    named = (stem(m.group(1).lower()) for m in re.finditer(r"\bthe\s+([^\W\d_]+)", part, re.IGNORECASE))
+    return any(_stems_meet(a, b) for a in named for b in earlier)
 
 
 def core_question(question: str) -> str:
@@ -1000,4 +995,10 @@ def denies(quote: str, question: str) -> bool:
 
 
 def _same_stem(a: str, b: str) -> bool:
-    return a == b or (min(len(a), len(b)) >= REFERENCE_MIN_LETTERS and (a.startswith(b) or b.startswith(a)))
+    return a == b or _stems_meet(a, b)
+
+
+def _stems_meet(a: str, b: str) -> bool:
+    """One stem begins the other, the shorter of REFERENCE_MIN_LETTERS letters or more ("renew"
+    and "renewal", "assign" and "assignment")."""
+    return min(len(a), len(b)) >= REFERENCE_MIN_LETTERS and (a.startswith(b) or b.startswith(a))
