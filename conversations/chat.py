@@ -2,6 +2,7 @@
 starting a research run), store the reply. The agent runs on an event loop while its database
 calls come back to this thread, as research runs do."""
 
+import asyncio
 import logging
 from dataclasses import dataclass
 
@@ -9,7 +10,7 @@ from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from pydantic_ai import UsageLimits
-from pydantic_ai.exceptions import UsageLimitExceeded
+from pydantic_ai.exceptions import ModelRequestTimeout, UsageLimitExceeded
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, UserPromptPart
 
 from config.exceptions import ApplicationError
@@ -30,6 +31,7 @@ CHAT_REQUEST_LIMIT = 6
 CHAT_TITLE_CHARS = 80
 CHAT_MODEL_FAILED = "chat_model_failed"
 CHAT_LIMIT_REACHED = "chat_limit_reached"
+CHAT_MODEL_TIMEOUT = "chat_model_timeout"
 TRUNCATED_MARK = "\n\n[… reply cut at {limit:,} characters]"
 
 
@@ -81,20 +83,34 @@ def chat_turn(
 
 async def _answer(deps: ChatDeps, content: str, history: list[ModelMessage]) -> str:
     chosen = chat_model()
-    result = await chat_agent.run(
-        chat_user_prompt(content=content),
-        deps=deps,
-        model=chosen.model,
-        message_history=history,
-        usage_limits=UsageLimits(request_limit=CHAT_REQUEST_LIMIT),
+    limits = UsageLimits(
+        request_limit=CHAT_REQUEST_LIMIT, total_tokens_limit=settings.CHAT_TOKEN_LIMIT or None
     )
+    try:
+        # The turn holds a web worker: it ends by its deadline, however slow the model.
+        async with asyncio.timeout(settings.CHAT_TURN_TIMEOUT_SECONDS):
+            result = await chat_agent.run(
+                chat_user_prompt(content=content),
+                deps=deps,
+                model=chosen.model,
+                message_history=history,
+                usage_limits=limits,
+            )
+    finally:
+        if chosen.aclose is not None:
+            await chosen.aclose()
     return result.output
 
 
 def _failure_reply(exc: Exception, report: ResearchReport | None) -> str:
     """What the user reads when the model failed: that it failed, with a code, and whether the
     turn had already started a research run (so that they do not start a second one)."""
-    code = CHAT_LIMIT_REACHED if isinstance(exc, UsageLimitExceeded) else CHAT_MODEL_FAILED
+    if isinstance(exc, UsageLimitExceeded):
+        code = CHAT_LIMIT_REACHED
+    elif isinstance(exc, TimeoutError | ModelRequestTimeout):
+        code = CHAT_MODEL_TIMEOUT
+    else:
+        code = CHAT_MODEL_FAILED
     failed = f"The chat model failed to answer ({code}: {type(exc).__name__}); please try again."
     if report is None:
         return failed

@@ -1,8 +1,9 @@
 """Which provider failures are worth retrying: rate limits, overload, server errors, timeouts
-and lost connections are transient; authentication, bad requests, unknown models and our own
-configuration errors are permanent and fail a run at once. A 200 whose body is not JSON (a
-proxy's HTML error page) is transient too: PydanticAI raises a plain ModelAPIError for it (or,
-served as text/html, a ModelInvalidResponseError "expected JSON data")."""
+(the SDK's and our own request deadline) and lost connections are transient; authentication,
+bad requests, unknown models and our own configuration errors are permanent and fail a run at
+once. A 200 whose body is not JSON (a proxy's HTML error page) is transient too: PydanticAI
+raises a plain ModelAPIError for it (or, served as text/html, a ModelInvalidResponseError
+"expected JSON data")."""
 
 from django.db import InterfaceError, OperationalError
 from pydantic_ai.exceptions import (
@@ -10,11 +11,18 @@ from pydantic_ai.exceptions import (
     ModelConnectionError,
     ModelInvalidResponseError,
     ModelRateLimitError,
+    ModelRequestTimeout,
     ModelServerError,
     ModelUnavailableError,
 )
 
-TRANSIENT_MODEL_ERRORS = (ModelRateLimitError, ModelUnavailableError, ModelServerError, ModelConnectionError)
+TRANSIENT_MODEL_ERRORS = (
+    ModelRateLimitError,
+    ModelUnavailableError,
+    ModelServerError,
+    ModelConnectionError,
+    ModelRequestTimeout,  # our LLM_REQUEST_TIMEOUT_SECONDS ran out
+)
 RETRY_AFTER_MAX_SECONDS = 60.0
 
 

@@ -18,6 +18,7 @@ from pydantic_ai.models import Model, infer_model
 from pydantic_ai.models.fallback import FallbackModel
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
+from pydantic_ai.settings import ModelSettings
 
 from config.exceptions import ApplicationError
 from llms.errors import is_transient_model_error
@@ -76,7 +77,21 @@ def configured_model(spec: str, *, shared_client: bool = False) -> ChosenModel:
         for close in closers:
             await close()
 
-    return ChosenModel(RetryingModel(model), spec, Engine.LLM, aclose=aclose if closers else None)
+    chosen = RetryingModel(model, settings=request_settings())
+    return ChosenModel(chosen, spec, Engine.LLM, aclose=aclose if closers else None)
+
+
+def request_settings() -> ModelSettings:
+    """What every provider request carries: a deadline over the request and its in-line retries
+    (PydanticAI's request_timeout; a hung endpoint fails as a transient error instead of holding
+    a run for the SDK's ten minutes), a cap on the tokens one reply may generate, and no retries
+    of the SDK's own (RetryingModel retries, and counts them)."""
+    chosen = ModelSettings(max_retries=0)
+    if settings.LLM_REQUEST_TIMEOUT_SECONDS > 0:
+        chosen["request_timeout"] = settings.LLM_REQUEST_TIMEOUT_SECONDS
+    if settings.LLM_MAX_OUTPUT_TOKENS > 0:
+        chosen["max_tokens"] = settings.LLM_MAX_OUTPUT_TOKENS
+    return chosen
 
 
 def _provider_model(spec: str, *, shared_client: bool) -> tuple[Model, Callable[[], Awaitable[None]] | None]:

@@ -22,12 +22,24 @@ INLINE_BACKOFF_SECONDS = 1.0
 
 class RetryingModel(WrapperModel):
     def __init__(
-        self, wrapped, *, retries: int = INLINE_RETRIES, backoff: float = INLINE_BACKOFF_SECONDS
+        self,
+        wrapped,
+        *,
+        retries: int = INLINE_RETRIES,
+        backoff: float = INLINE_BACKOFF_SECONDS,
+        settings: ModelSettings | None = None,
     ) -> None:
         super().__init__(wrapped)
         self.retries = retries
         self.backoff = backoff
         self.retried = 0  # in-line retries made so far, for the run's model usage
+        self._own_settings = settings or {}
+
+    @property
+    def settings(self) -> ModelSettings | None:
+        """The wrapped model's settings, with ours (request deadline, output cap) over them."""
+        merged = {**(self.wrapped.settings or {}), **self._own_settings}
+        return ModelSettings(**merged) if merged else None
 
     async def request(
         self,

@@ -3,6 +3,7 @@ answers is scripted by the test (the model's "mind"); everything between the age
 server — the OpenAI client, HTTP, JSON, tool-call plumbing — is the real thing."""
 
 import json
+import threading
 import uuid
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler
@@ -11,13 +12,15 @@ from typing import Any
 from tests.local_server import LocalServer
 
 # Given the request body, return {"tool_calls": [(name, arguments), ...]} or {"content": "..."}
-# ("usage": None answers without usage).
+# ("usage": None answers without usage; "hang": seconds holds the answer back that long, or until
+# the server stops).
 Script = Callable[[dict[str, Any]], dict[str, Any]]
 
 
 class ChatServer(LocalServer):
     def __init__(self, script: Script) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.stopping = threading.Event()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -27,6 +30,8 @@ class ChatServer(LocalServer):
                     {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
                 )
                 answer = script(body)
+                if "hang" in answer:  # a model that is slow to answer, or hung
+                    server.stopping.wait(answer["hang"])
                 if "raw" in answer:  # a body that is no completion, e.g. a proxy's HTML error page
                     payload = answer["raw"].encode()
                     self.send_response(answer.get("status", 200))
@@ -58,6 +63,10 @@ class ChatServer(LocalServer):
                 pass
 
         super().__init__(Handler)
+
+    def __exit__(self, *exc):
+        self.stopping.set()
+        super().__exit__(*exc)
 
 
 def _completion(body: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:

@@ -286,6 +286,16 @@ RESEARCH_COLLECTION_MIN_DOCUMENTS = env_int("RESEARCH_COLLECTION_MIN_DOCUMENTS",
 CHAT_MODEL = env_str("CHAT_MODEL")
 LLM_BASE_URL = env_str("LLM_BASE_URL")
 LLM_API_KEY = env_str("LLM_API_KEY")
+# A deadline over one model request and its in-line retries; past it the request is abandoned
+# as a transient failure (retried from the run's checkpoint). 0: the provider SDK's own timeout.
+LLM_REQUEST_TIMEOUT_SECONDS = env_float("LLM_REQUEST_TIMEOUT_SECONDS", 300.0)
+# The most tokens one model reply may generate; 0: the provider's default.
+LLM_MAX_OUTPUT_TOKENS = env_int("LLM_MAX_OUTPUT_TOKENS", 8192)
+# A chat turn is answered inside the web request: its model work must end by this deadline,
+# below the web server's worker timeout (gunicorn --timeout 60 in the image).
+CHAT_TURN_TIMEOUT_SECONDS = env_float("CHAT_TURN_TIMEOUT_SECONDS", 45.0)
+# Tokens one chat turn may spend across its model requests; 0: no limit.
+CHAT_TOKEN_LIMIT = env_int("CHAT_TOKEN_LIMIT", 200_000)
 # Ceilings over the depth presets' token and time budgets (research/constants.py).
 RESEARCH_TOKEN_LIMIT = env_int("RESEARCH_TOKEN_LIMIT", 5_000_000)
 RESEARCH_TIME_LIMIT_SECONDS = env_int("RESEARCH_TIME_LIMIT_SECONDS", 30 * 60)

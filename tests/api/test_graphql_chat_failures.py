@@ -2,6 +2,8 @@
 saying the model failed (with a code), never an internal error and never a message left
 unanswered; a reply the model made too long or with NUL characters is stored cleaned."""
 
+import time
+
 import pytest
 from pydantic_ai import models as pydantic_ai_models
 
@@ -97,3 +99,39 @@ def test_an_over_long_reply_holding_nul_is_stored_cut_and_cleaned(gql, corpus, s
     assert content.startswith("AB xxx")
     assert len(content) == MESSAGE_MAX_CHARS
     assert content.endswith("[\u2026 reply cut at 20,000 characters]")
+
+
+def test_a_model_slower_than_the_turn_deadline_gets_a_reply_saying_so_in_time(
+    gql, corpus, samples, chat_endpoint, settings
+):
+    # given a chat model that takes longer to answer than a turn may (the turn holds a web worker)
+    settings.CHAT_TURN_TIMEOUT_SECONDS = 0.5
+    with chat_endpoint(lambda body: {"hang": 30, "content": "Too late."}):
+        started = time.monotonic()
+        payload = send(gql, corpus, "What limits liability?")
+        elapsed = time.monotonic() - started
+    # then the message is answered at the deadline, saying the model timed out
+    assert elapsed < 10
+    assert payload["errors"] == []
+    assert payload["reply"]["content"] == (
+        "The chat model failed to answer (chat_model_timeout: TimeoutError); please try again."
+    )
+
+
+def test_a_turn_stops_at_its_token_limit(gql, corpus, samples, chat_endpoint, settings):
+    # given a turn allowed fewer tokens than two requests spend (each reports 120)
+    settings.CHAT_TOKEN_LIMIT = 200
+    with chat_endpoint(lambda body: {"tool_calls": [("search_passages", {"query": "liability"})]}) as server:
+        payload = send(gql, corpus, "What limits liability?")
+    # then it ends past the limit with a reply saying so, not at the request limit
+    assert payload["reply"]["content"] == (
+        "The chat model failed to answer (chat_limit_reached: UsageLimitExceeded); please try again."
+    )
+    assert len(server.requests) == 2
+
+
+def test_every_chat_request_caps_the_tokens_of_its_reply(gql, corpus, samples, chat_endpoint, settings):
+    settings.LLM_MAX_OUTPUT_TOKENS = 321
+    with chat_endpoint(lambda body: {"content": "Nothing on that."}) as server:
+        send(gql, corpus, "What limits liability?")
+    assert server.requests[0]["body"]["max_completion_tokens"] == 321

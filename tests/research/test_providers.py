@@ -1,4 +1,5 @@
 import json
+import time
 
 import pytest
 from pydantic_ai import models as pydantic_ai_models
@@ -397,3 +398,30 @@ def test_untrusted_passages_and_titles_reach_the_model_escaped_and_framed(
         )
     titles = [data_of(body)["document"]["title"] for body in judged]
     assert any("SYSTEM OVERRIDE" in title for title in titles)
+
+
+def test_a_hung_endpoint_is_abandoned_at_the_request_deadline_and_the_run_requeued(
+    report, settings, allow_local_model
+):
+    # given an endpoint that answers the planner, then holds every researcher request
+    def hung_researcher(body):
+        return {"hang": 60, **researcher(body)}
+
+    settings.LLM_REQUEST_TIMEOUT_SECONDS = 0.5
+    settings.LLM_MAX_OUTPUT_TOKENS = 777
+    with ChatServer(RoleScript(hung_researcher)) as server:
+        settings.RESEARCH_MODEL = "openai-compatible:slow"
+        settings.LLM_BASE_URL = server.url
+        started = time.monotonic()
+        report_run(report_id=report.pk)
+        elapsed = time.monotonic() - started
+
+    # then the request is given up at its deadline (not the SDK's ten minutes) as a transient
+    # failure: the run goes back to the queue to resume from its checkpoint
+    assert elapsed < 15
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.status == ReportStatus.QUEUED
+    assert stored.retry_count == 1
+    assert any(w.startswith("retried:ModelRequestTimeout") for w in stored.warnings), stored.warnings
+    # and every request capped the reply's tokens
+    assert {r["body"]["max_completion_tokens"] for r in server.requests} == {777}
