@@ -718,11 +718,18 @@ class Orchestration:
 
 async def _all(coroutines: Any) -> list[Any]:
     """Run the coroutines as tasks on the run's loop; the first failure cancels the rest and is
-    raised (a budget running out, a cancel, a lost lease end the whole step)."""
+    raised (a budget running out, a cancel, a lost lease end the whole step). Cancelled itself,
+    it cancels them all: none outlives the run."""
     tasks = [asyncio.ensure_future(c) for c in coroutines]
     if not tasks:
         return []
-    _done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    try:
+        _done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    except asyncio.CancelledError:  # the run was cut short (time limit, cancel): so are they
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
     failed = next((t for t in tasks if t.done() and not t.cancelled() and t.exception() is not None), None)
     if failed is not None:
         for task in pending:
