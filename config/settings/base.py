@@ -316,6 +316,9 @@ REPORT_RETENTION_DAYS = env_int("REPORT_RETENTION_DAYS", 0)
 # a run whose lease expired. The reaper resumes RUNNING reports with no progress for this long.
 RESEARCH_LEASE_SECONDS = env_int("RESEARCH_LEASE_SECONDS", 600)
 RESEARCH_STALL_SECONDS = env_int("RESEARCH_STALL_SECONDS", 600)
+# How often a running research run looks for a cancel while its work is in flight (a model
+# request can take minutes); it also checks before every model request. 0: only then.
+RESEARCH_CANCEL_POLL_SECONDS = env_float("RESEARCH_CANCEL_POLL_SECONDS", 5.0)
 # Re-queues after a transient failure or a stall before a run ends FAILED.
 RESEARCH_TASK_MAX_RETRIES = env_int("RESEARCH_TASK_MAX_RETRIES", 2)
 # Research runs at once in one process when there is no broker.

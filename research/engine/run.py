@@ -1,17 +1,20 @@
 """The one entry point of a research run: QUEUED -> RUNNING, the orchestration of its roles
 (research.engine.orchestrator) under the run's budgets, then exactly one finalize. Cancel is
-checked between agent steps; a budget or the time limit running out salvages the findings into
-the report; any other error fails the report with its findings kept.
+checked before every model request and polled while one is in flight; a budget or the time
+limit running out salvages the findings into the report; any other error fails the report with
+its findings kept.
 
 A worker carries runs on the process's run loop (research.runloop); report_run drives one from
 a synchronous caller, its database work in that caller's thread and transaction."""
 
 import asyncio
+import contextlib
 import logging
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, TypeVar
 
 from asgiref.sync import async_to_sync
 from django.conf import settings
@@ -29,6 +32,7 @@ from research.engine.orchestrator import Orchestration, RunCancelled
 from research.engine.store import RunStore
 from research.models import ResearchReport
 from research.runloop import database, on_run_loop
+from research.selectors import report_cancel_pending
 from research.services import (
     LeaseLost,
     Outcome,
@@ -40,6 +44,8 @@ from research.services import (
 logger = logging.getLogger(__name__)
 
 RETRY_BACKOFF_MAX_SECONDS = 60
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -183,7 +189,7 @@ async def _drive(report: ResearchReport) -> RunEnd:
 
     try:
         async with asyncio.timeout((deadline - timezone.now()).total_seconds()):
-            draft = await orchestration.run()
+            draft = await _until_cancelled(orchestration.run(), report_id=report.pk)
         return end(Outcome.COMPLETED, draft=draft)
     except RunCancelled:
         return end(Outcome.CANCELLED)
@@ -206,6 +212,26 @@ async def _drive(report: ResearchReport) -> RunEnd:
         return end(Outcome.FAILED, error=_describe(exc))
     finally:
         await minds.aclose()
+
+
+async def _until_cancelled(work: Awaitable[T], *, report_id: int) -> T:
+    """Await `work`, looking for a cancel every RESEARCH_CANCEL_POLL_SECONDS meanwhile: a cancel
+    asked for while a model request is in flight (a slow model may take minutes) stops the run
+    then, not when the request returns. What the run recorded is in the database already; a
+    write under way when its step is cancelled completes on its database thread."""
+    task = asyncio.ensure_future(work)
+    poll = settings.RESEARCH_CANCEL_POLL_SECONDS
+    try:
+        while poll > 0 and not task.done():
+            await asyncio.wait({task}, timeout=poll)
+            if not task.done() and await database(report_cancel_pending, report_id=report_id):
+                raise RunCancelled
+        return await task
+    finally:
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
 
 
 def _plan(stored: list) -> list[dict[str, Any]]:

@@ -1,5 +1,6 @@
 import asyncio
 import re
+import time
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -304,6 +305,32 @@ def test_cancel_mid_run_stops_at_the_next_step_and_keeps_findings(user, corpus, 
     assert "Damages excluded.[^1]" in stored.content
     assert_closed_citation_graph(stored)
     assert Notification.objects.get(recipient=user).kind == NotificationKind.RESEARCH_REPORT_CANCELLED
+
+
+def test_a_cancel_during_a_slow_model_request_stops_the_run_without_waiting_for_it(
+    user, corpus, samples, settings
+):
+    # given a researcher whose third model request takes half a minute, cancelled meanwhile
+    settings.RESEARCH_CANCEL_POLL_SECONDS = 0.2
+    report = report_start(user=user, corpus=corpus, prompt="liability")
+
+    async def cancel_then_think_slowly(index):
+        if index == 2:
+            await sync_to_async(report_cancel, thread_sensitive=True)(user=user, report_id=report.pk)
+            await asyncio.sleep(30)
+
+    with researcher_agent.override(model=scripted(_search_then_find, after=cancel_then_think_slowly)):
+        started = time.monotonic()
+        report_run(report_id=report.pk)
+        elapsed = time.monotonic() - started
+
+    # then the run stops within the poll interval, the request abandoned, its finding kept
+    assert elapsed < 10
+    stored = ResearchReport.objects.get(pk=report.pk)
+    assert stored.status == ReportStatus.CANCELLED
+    assert [f["claim"] for f in stored.findings] == ["Damages excluded."]
+    assert "Damages excluded.[^1]" in stored.content
+    assert_closed_citation_graph(stored)
 
 
 def test_the_step_budget_salvages_the_findings_into_a_completed_report(user, corpus, samples):
