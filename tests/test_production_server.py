@@ -1,9 +1,11 @@
 """The production settings served by a real gunicorn process, as the image runs them: static
 files collected and served by WhiteNoise, /healthz, and the login page (its template found)."""
 
+import contextlib
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 
@@ -99,3 +101,31 @@ def test_production_settings_take_only_a_key_check_deploy_accepts(key, starts):
     assert (done.returncode == 0) is starts, done.stderr
     if not starts:
         assert "SECRET_KEY must be set to at least 50 random characters" in done.stderr
+
+
+def _post_headers_only(base: str, path: str, length: str) -> bytes:
+    """POST headers declaring a `length` body, then a few bytes of it: what the server answers."""
+    host, port = base.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(
+            (
+                f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\n"
+                "Content-Type: multipart/form-data; boundary=b\r\n"
+                f"Cookie: csrftoken={'a' * 32}\r\nContent-Length: {length}\r\n\r\n--b\r\n"
+            ).encode()
+        )
+        answer = b""
+        with contextlib.suppress(TimeoutError):
+            while chunk := sock.recv(65536):
+                answer += chunk
+        return answer
+
+
+def test_a_page_refuses_an_oversized_body_from_its_headers_before_reading_it(production_server):
+    # Given a form post declaring 10 GB, with a CSRF cookie anyone can set, sending only its start
+    base, _static = production_server
+    # When it reaches a page
+    answer = _post_headers_only(base, "/accounts/login/", "10000000000")
+    # Then it is refused at once from its Content-Length, not read (spooled to disk) first
+    assert answer.startswith(b"HTTP/1.1 413"), answer[:200]
+    assert b"request_too_large" in answer
