@@ -13,6 +13,7 @@ from pydantic_ai import Agent, RunContext, ToolOutput
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from research.engine.planner import QUESTION_MAX_CHARS
 from research.engine.prompts import CRITIC_INSTRUCTIONS, read_data
 from research.engine.text import content_words, keywords
 
@@ -57,10 +58,16 @@ critic_agent = Agent(
 @critic_agent.output_validator
 def _validate(ctx: RunContext[CriticDeps], critique: Critique) -> Critique:
     """Ids the model names that are not this run's findings, or sub-questions that do not
-    exist, are dropped rather than acted on."""
+    exist, are dropped rather than acted on; a gap's direction is cut as a planned question is."""
     known = ctx.deps.finding_ids
     gaps = [
-        g.model_copy(update={"question": g.question if g.question in range(ctx.deps.questions) else None})
+        g.model_copy(
+            update={
+                # researched as a question, like the planner's: one line of bounded length
+                "direction": " ".join(g.direction.split())[:QUESTION_MAX_CHARS],
+                "question": g.question if g.question in range(ctx.deps.questions) else None,
+            }
+        )
         for g in critique.gaps
         if g.direction.strip()
     ][:GAPS_MAX]

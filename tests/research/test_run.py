@@ -472,6 +472,32 @@ def test_the_critic_loop_stops_at_the_presets_rubric_iterations(report):
     assert stored.model_usage["roles"]["writer"]["requests"] >= 2  # rewritten after the gaps
 
 
+def test_a_critics_gap_is_researched_as_one_line_of_bounded_length(report):
+    # given a critic naming a gap in thousands of characters over many lines
+    long_gap = "governing law\n\nof " + "Delaware " * 1_000
+
+    def verbose(returns):
+        gap = {"direction": long_gap, "question": 0, "reason": "missing"}
+        return [call("submit_critique", "c", satisfied=False, gaps=[gap])]
+
+    directions = []
+
+    def researcher(messages, info):
+        directions.append(read_data(messages))
+        return ModelResponse(parts=[call("finish_direction", "f", follow_ups=[])])
+
+    with (
+        critic_agent.override(model=scripted(verbose)),
+        researcher_agent.override(model=FunctionModel(researcher)),
+    ):
+        report_run(report_id=report.pk)
+
+    # then the researchers are given it cut to a planned question's length, on one line
+    gaps = [d for d in directions if d["direction"].startswith("governing law of Delaware")]
+    assert gaps
+    assert all(len(d["direction"]) <= 500 and all(len(q) <= 500 for q in d["queries"]) for d in gaps)
+
+
 def test_a_judge_quote_that_is_not_verbatim_is_sent_back_and_corrected(user, corpus, samples):
     # given a question about the collection and a judge whose first answer misquotes
     report = report_start(
