@@ -81,6 +81,9 @@ class RunBudget:
     # Models that answered without price data while a cost limit is set: the limit cannot hold
     # for them, and the report says so (cost_limit_unpriced:MODEL).
     unpriced: list[str] = field(default_factory=list)
+    # Requests answered per provider model, by the name its responses gave: which member of a
+    # fallback chain served the run.
+    answered_by: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def resumed(
@@ -101,6 +104,7 @@ class RunBudget:
         budget.tokens = int(earlier.get("input_tokens", 0)) + int(earlier.get("output_tokens", 0))
         if earlier.get("cost_usd") is not None:
             budget.cost = Decimal(str(earlier["cost_usd"]))
+        budget.answered_by = {str(k): int(v) for k, v in (earlier.get("answered_by") or {}).items()}
         for role, usage in (earlier.get("roles") or {}).items():
             budget.roles[role] = RoleUsage(
                 requests=int(usage.get("requests", 0)),
@@ -144,6 +148,9 @@ class RunBudget:
         usage.requests += 1
         if response is None:
             return
+        name = response.model_name
+        if name and not name.startswith(OFFLINE_MIND_PREFIX):
+            self.answered_by[name] = self.answered_by.get(name, 0) + 1
         input_tokens, output_tokens = response.usage.input_tokens, response.usage.output_tokens
         if not input_tokens and not output_tokens:
             input_tokens = max(0, reserved - OUTPUT_TOKENS_RESERVED)
@@ -191,6 +198,8 @@ class RunBudget:
         }
         if self.cost is not None:
             snapshot["cost_usd"] = float(round(self.cost, 6))
+        if self.answered_by:
+            snapshot["answered_by"] = dict(sorted(self.answered_by.items()))
         if totals.estimated:
             snapshot["tokens_estimated"] = True
         return snapshot

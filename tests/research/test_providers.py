@@ -134,6 +134,8 @@ def test_a_fallback_chain_moves_from_a_failing_endpoint_to_the_next(report, sett
     assert {r["body"]["model"] for r in up.requests} == {"second"}
     assert stored.citations[0]["quote"] == LIABILITY_SENTENCE
     assert stored.model_usage["inline_retries"] == 0
+    # and the model usage names the member that answered
+    assert stored.model_usage["answered_by"] == {"second": 6}
 
 
 def test_broken_tool_arguments_from_a_weak_model_are_corrected_not_fatal(report, settings, allow_local_model):
