@@ -286,3 +286,25 @@ def test_parallel_agents_under_one_gate_never_take_more_steps_than_the_budget():
     assert budget.roles["researcher"].requests == 17
     assert budget.usage()["requests"] == 17
     assert budget.tokens == 17 * 5
+
+
+def test_the_models_that_answered_are_counted_and_kept_across_a_resume():
+    # given an attempt whose requests two models of a chain answered, and the offline minds one
+    earlier_budget = _budget()
+    for name in ["first", "second", "second", "deepcite-offline-writer"]:
+        response = ModelResponse(
+            parts=[], model_name=name, usage=RequestUsage(input_tokens=1, output_tokens=1)
+        )
+        earlier_budget.settle(role="researcher", response=response, reserved=0)
+    earlier = earlier_budget.usage()
+    assert earlier["answered_by"] == {"first": 1, "second": 2}
+
+    # when the run resumes and the second answers once more
+    budget = RunBudget.resumed(
+        max_steps=5, max_tool_calls=6, token_limit=450, cost_limit=None, earlier=earlier
+    )
+    again = ModelResponse(parts=[], model_name="second", usage=RequestUsage(input_tokens=1, output_tokens=1))
+    budget.settle(role="researcher", response=again, reserved=0)
+
+    # then the count carries on from the earlier attempt's
+    assert budget.usage()["answered_by"] == {"first": 1, "second": 3}
