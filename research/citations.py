@@ -141,7 +141,7 @@ def citations_render(
         if scrubbed == text:
             break
         text = scrubbed
-    body = renderer.number(_break_link_openings(text)).strip()
+    body = renderer.number(_break_link_openings(_escape_raw_html(text))).strip()
     content = f"{body}\n\n{renderer.sources_block()}\n" if body else f"{renderer.sources_block()}\n"
     return RenderedReport(
         content=content,
@@ -150,6 +150,22 @@ def citations_render(
         passage_ids=list(dict.fromkeys(c["passage_id"] for c in renderer.citations)),
         document_ids=list(dict.fromkeys(c["document_id"] for c in renderer.citations)),
     )
+
+
+# Code a draft may hold, where a "<" is shown as typed: fenced blocks and inline spans.
+_CODE = re.compile(r"(```[\s\S]*?(?:```|$)|~~~[\s\S]*?(?:~~~|$)|`[^`\n]*`)")
+# A "<" opening a tag, a comment or a declaration; not an autolink ("<https://...>"), which
+# _strip_links has kept only for this run's sources.
+_RAW_TAG = re.compile(r"<(?=[A-Za-z/!?])(?![A-Za-z][A-Za-z0-9+.-]*:[^\s<>]*>)")
+
+
+def _escape_raw_html(text: str) -> str:
+    """The draft's raw HTML ("<img onerror=...>", "<details>", "<!-- -->") as text: the report
+    is Markdown that every reader renders (the page sanitizes it; an export opened in a
+    Markdown viewer, or a client of the API's `markdown`, might not), so no tag of the model's
+    reaches it as markup. Code is left as typed."""
+    parts = _CODE.split(text)
+    return "".join(part if i % 2 else _RAW_TAG.sub("&lt;", part) for i, part in enumerate(parts))
 
 
 def draft_passage_ids(draft: str) -> set[int]:

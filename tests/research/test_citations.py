@@ -505,6 +505,27 @@ def test_footnote_marker_before_a_colon_inside_a_line_is_left_alone():
     assert _body(report) == "Liability is capped[^1]: the supplier pays nothing."
 
 
+def test_raw_html_in_a_draft_is_text_in_the_report_and_code_is_left_as_typed():
+    # given a model's draft holding tags, a comment and HTML in code
+    draft = (
+        '<img src=x onerror=alert(1)> <cite ids="12">Liability is capped</cite>.\n\n'
+        "<details><summary>More</summary><script>alert(2)</script></details> <!-- note -->\n\n"
+        "Send `POST <id>` as:\n\n```\n<form action=/x>\n```\n\n3 < 4 and a<b."
+    )
+
+    # when
+    report = _render(draft)
+
+    # then no tag of the model's is markup in the report's Markdown (an export or an API client
+    # may render it unsanitized), and code and plain comparisons read as written
+    assert _body(report) == (
+        "&lt;img src=x onerror=alert(1)> Liability is capped[^1].\n\n"
+        "&lt;details>&lt;summary>More&lt;/summary>&lt;script>alert(2)&lt;/script>&lt;/details> "
+        "&lt;!-- note -->\n\n"
+        "Send `POST <id>` as:\n\n```\n<form action=/x>\n```\n\n3 < 4 and a&lt;b."
+    )
+
+
 # --- Guards: links --------------------------------------------------------------------------
 def test_link_to_a_retrieved_web_source_is_kept():
     # given passage 22's source is a web page this run retrieved
