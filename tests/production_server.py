@@ -75,7 +75,17 @@ def production_server(workdir: Path, **settings: str) -> Iterator[Server]:
     port = _free_port()
     log = (workdir / "gunicorn.log").open("wb")
     process = subprocess.Popen(
-        [str(GUNICORN), "config.wsgi:application", "--bind", f"127.0.0.1:{port}", "--workers", "1"],
+        # One worker process, with the threads the image gives each (compose/Dockerfile's CMD).
+        [
+            str(GUNICORN),
+            "config.wsgi:application",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "1",
+            "--threads",
+            "4",
+        ],
         cwd=ROOT,
         env=env,
         stdout=log,
