@@ -16,7 +16,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, Text
 from config.exceptions import ApplicationError
 from conversations.agent import ChatDeps, chat_agent
 from conversations.models import ChatMessage, Conversation, MessageRole
-from conversations.offline import OFFLINE_CHAT_MODEL_NAME, offline_chat_model
+from conversations.offline import NOTICE_OPENING, OFFLINE_CHAT_MODEL_NAME, offline_chat_model
 from conversations.services import MESSAGE_MAX_CHARS, MessageInvalid, chat_message_append, conversation_create
 from corpora.models import Corpus
 from llms.prompts import chat_user_prompt
@@ -149,7 +149,7 @@ def _history(conversation: Conversation) -> list[ModelMessage]:
         elif message.role == MessageRole.HUMAN:
             history.append(ModelRequest(parts=[UserPromptPart(chat_user_prompt(content=message.content))]))
         else:
-            history.append(ModelRequest(parts=[UserPromptPart(f"[Deepcite notice] {message.content}")]))
+            history.append(ModelRequest(parts=[UserPromptPart(NOTICE_OPENING + message.content)]))
     while history and isinstance(history[0], ModelResponse):  # a history opens with a request
         history.pop(0)
     return history

@@ -24,6 +24,8 @@ from research.citations import markdown_literal
 from research.engine.text import best_sentences
 
 OFFLINE_CHAT_MODEL_NAME = "deepcite-offline-chat"
+# How a SYSTEM message of the conversation reaches the chat model (chat._history).
+NOTICE_OPENING = "[Deepcite notice] "
 ANSWER_SENTENCES = 3
 
 RESEARCH_REQUEST = re.compile(
