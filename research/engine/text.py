@@ -6,7 +6,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from lemminflect import getLemma
 
@@ -501,6 +501,98 @@ def _refers_back(part: str, previous: str) -> bool:
     earlier = {stem(w) for w in content_words(previous)}
     named = (stem(m.group(1).lower()) for m in re.finditer(r"\bthe\s+([^\W\d_]+)", part, re.IGNORECASE))
     return any(_stems_meet(a, b) for a in named for b in earlier)
+
+
+# --- Follow-ups in a conversation -------------------------------------------------------------
+# A chat message asked of the question before it ("And for Globex?", "What about
+# confidentiality?", "Does it also cover subcontractors?"): how it opens, what points back.
+_CHAT_OPENING = re.compile(r"^\W*(?:and\s+also|and|also|(?:and\s+)?(?:what|how)\s+about)\b[\s,]*", re.I)
+_DOCUMENT_POINTER = re.compile(rf"\b(?:that|this|the\s+same)\s+(?:{DOCUMENT_NOUN}|one)\b", re.I)
+# Not the "it" of "is it possible ...?", which points at nothing.
+_POINTER = re.compile(
+    r"\b(?:it(?!\s+(?:is\s+|was\s+)?(?:possible|true|necessary|required|allowed|permitted|legal)\b)|"
+    r"its|they|them|their|the\s+same)\b",
+    re.I,
+)
+# "the Acme agreement", "the license agreement" (a noun of a document, then maybe another).
+_DOCUMENT_PHRASE = re.compile(
+    rf"\bthe\s+(?:[\w&.'\u2019-]+\s+){{0,3}}?(?i:{DOCUMENT_NOUN})(?:\s+(?i:{DOCUMENT_NOUN}))?\b"
+)
+CHAT_FOLLOW_UP_MAX_WORDS = 8
+
+
+def follow_up_read(previous: str, message: str) -> str | None:
+    """What a short chat message asks when it follows up `previous` (the question before it, as
+    read): "And for Globex?" after "What is the notice period for terminating the Acme
+    agreement?" asks "What is the notice period for terminating the Globex agreement?" (a new
+    subject in the old question); "What about confidentiality?" asks "confidentiality in the
+    Acme agreement" (a new aspect of the same subject). None for a message that asks on its
+    own: longer, naming both a subject and what it asks of it, or pointing back at nothing."""
+    opening = _CHAT_OPENING.match(message)
+    rest = message[opening.end() :] if opening else message
+    rest = rest.strip(" ?.!")
+    if not rest or len(words(message)) > CHAT_FOLLOW_UP_MAX_WORDS:
+        return None
+    pointing = _DOCUMENT_POINTER.search(rest) or _POINTER.search(rest)
+    if not (opening or pointing or _follows_up(message.strip(" ?.!"), previous)):
+        return None
+    # A sentence's capitalised first word is no name ("Confidentiality too?").
+    names = [n for n in proper_names(rest) if not (rest.startswith(n) and is_english(n.lower()))]
+    own = _subject(rest, names)
+    unnamed = rest.replace(own.phrase, " ") if own else rest
+    topic = content_words(_POINTER.sub(" ", _DOCUMENT_POINTER.sub(" ", unnamed)))
+    earlier = _subject(previous, proper_names(previous))
+    if own and not topic:
+        return _with_subject(previous, earlier, rest, own)
+    if own or not topic or earlier is None:
+        return None
+    # "What about confidentiality?", "Does it also cover subcontractors?": asked of the subject
+    # before; "that agreement" is that subject.
+    read = _DOCUMENT_POINTER.sub(lambda _: earlier.phrase, rest)
+    if earlier.phrase not in read:
+        read = f"{read} in {earlier.phrase}"
+    return read[0].upper() + read[1:] + "?" if _QUESTION_START.match(read) else read
+
+
+class _Subject(NamedTuple):
+    """What a question asks about ("the Acme agreement") and where its name is in the question
+    (None for a document named without one, "the license agreement")."""
+
+    phrase: str
+    name: tuple[int, int] | None
+
+
+def _with_subject(previous: str, earlier: _Subject | None, rest: str, own: _Subject) -> str:
+    """`previous` asked of the subject `rest` names (`own`): in place of its own subject's name
+    ("the Acme agreement" -> "the Globex agreement") or its document, else added ("What is the
+    notice period?" -> "What is the notice period for Globex?")."""
+    if earlier is None:
+        asking = re.search(rf"{_ASKING_PREPOSITION}{re.escape(own.phrase)}", rest, re.I)
+        mark = "?" if previous.rstrip().endswith("?") else ""
+        return f"{previous.rstrip(' ?.!')} {asking.group() if asking else 'for ' + own.phrase}{mark}"
+    if earlier.name and own.name:
+        (start, end), named = earlier.name, rest[own.name[0] : own.name[1]]
+    else:
+        start = previous.find(earlier.phrase)
+        end, named = start + len(earlier.phrase), own.phrase
+    return previous[:start] + named + previous[end:]
+
+
+def _subject(text: str, names: Sequence[str]) -> _Subject | None:
+    """The party or document `text` asks about: a document named with a name ("the Acme
+    agreement"), else the name ("Globex"), else a document ("the license agreement")."""
+    runs = []
+    if names:
+        name = "|".join(re.escape(n) for n in names)
+        runs = [(m.start(), m.end()) for m in re.finditer(rf"\b(?:{name})(?:\s+(?:{name}))*\b", text)]
+    phrases = [m for m in _DOCUMENT_PHRASE.finditer(text) if not _DOCUMENT_POINTER.fullmatch(m.group())]
+    for phrase in phrases:
+        for start, end in runs:
+            if phrase.start() <= start and end <= phrase.end():
+                return _Subject(phrase.group(), (start, end))
+    if runs:
+        return _Subject(text[runs[0][0] : runs[0][1]], runs[0])
+    return _Subject(phrases[0].group(), None) if phrases else None
 
 
 def core_question(question: str) -> str:

@@ -12,6 +12,7 @@ from research.engine.text import (
     claim_of,
     core_question,
     denies,
+    follow_up_read,
     headed_sentences,
     negated,
     plan_questions,
@@ -489,6 +490,60 @@ def test_a_signature_block_or_a_table_of_contents_is_never_a_quote(text):
 def test_the_names_a_request_holds_and_the_request_without_them(text, names, without):
     assert proper_names(text) == names
     assert without_names(text, names) == without
+
+
+ACME_NOTICE = "What is the notice period for terminating the Acme agreement?"
+
+
+@pytest.mark.parametrize(
+    ("previous", "message", "read"),
+    [
+        # a new subject: in place of the old one's name, or its document
+        (ACME_NOTICE, "And for Globex?", "What is the notice period for terminating the Globex agreement?"),
+        (
+            ACME_NOTICE,
+            "What about Globex?",
+            "What is the notice period for terminating the Globex agreement?",
+        ),
+        (
+            ACME_NOTICE,
+            "Is it the same for Globex?",
+            "What is the notice period for terminating the Globex agreement?",
+        ),
+        (
+            ACME_NOTICE,
+            "And in the license agreement?",
+            "What is the notice period for terminating the license agreement?",
+        ),
+        ("What is Acme's notice period?", "And for Globex?", "What is Globex's notice period?"),
+        ("What is the notice period?", "And for Globex?", "What is the notice period for Globex?"),
+        # a new aspect: asked of the same subject
+        (ACME_NOTICE, "What about confidentiality?", "confidentiality in the Acme agreement"),
+        (ACME_NOTICE, "What about Confidentiality?", "Confidentiality in the Acme agreement"),
+        (ACME_NOTICE, "and how much notice?", "How much notice in the Acme agreement?"),
+        (
+            ACME_NOTICE,
+            "Does it also cover subcontractors?",
+            "Does it also cover subcontractors in the Acme agreement?",
+        ),
+        (
+            ACME_NOTICE,
+            "What is the governing law of that agreement?",
+            "What is the governing law of the Acme agreement?",
+        ),
+        ("confidentiality in the Globex agreement", "And for Acme?", "confidentiality in the Acme agreement"),
+        # questions of their own, and follow-ups with nothing to follow
+        (ACME_NOTICE, "What is the notice period for terminating the Globex agreement?", None),
+        (ACME_NOTICE, "And what about Globex's notice period?", None),
+        (ACME_NOTICE, "What is the governing law?", None),
+        (ACME_NOTICE, "How can the license agreement be terminated?", None),
+        (ACME_NOTICE, "Is it possible to terminate for convenience?", None),
+        (ACME_NOTICE, "And?", None),
+        ("What is the notice period?", "What about confidentiality?", None),
+    ],
+)
+def test_a_chat_follow_up_is_read_with_the_question_before_it(previous, message, read):
+    assert follow_up_read(previous, message) == read
 
 
 def test_a_long_sentence_is_not_cut_where_its_carve_out_would_go_to_a_later_piece():
