@@ -1,7 +1,9 @@
 """The offline chat model: a deterministic FunctionModel for the chat agent. Research requests
 ("research …", "deep research …", "do a deep dive on …", "investigate …", "find out everything
 about …") start a research run; anything else gets the best matching sentences of the top
-passages as a short answer with numbered citations."""
+passages as a short answer with numbered citations. A short follow-up ("And for Globex?",
+"What about confidentiality?") is searched as the question before it asked of its subject or
+aspect (follow_up_read), and the answer says what it searched for."""
 
 import re
 
@@ -21,7 +23,7 @@ from rapidfuzz.distance import DamerauLevenshtein
 from corpora.retrieval.spelling import MIN_LENGTH, is_english
 from llms.prompts import CHAT_MESSAGE_TAG, tool_content, unwrap
 from research.citations import markdown_literal
-from research.engine.text import best_sentences
+from research.engine.text import best_sentences, follow_up_read
 
 OFFLINE_CHAT_MODEL_NAME = "deepcite-offline-chat"
 # How a SYSTEM message of the conversation reaches the chat model (chat._history).
@@ -78,6 +80,29 @@ def _last_user_text(messages: list[ModelMessage]) -> str:
     return ""
 
 
+def _human_texts(messages: list[ModelMessage]) -> list[str]:
+    """The user's messages, oldest first: Deepcite notices ("[Deepcite notice] ...") are not theirs."""
+    texts = []
+    for message in messages:
+        if isinstance(message, ModelRequest):
+            for part in message.parts:
+                if isinstance(part, UserPromptPart) and isinstance(part.content, str):
+                    said = unwrap(part.content, CHAT_MESSAGE_TAG)
+                    if said is not None and not part.content.startswith(NOTICE_OPENING):
+                        texts.append(said)
+    return texts
+
+
+def _question(messages: list[ModelMessage], text: str) -> str:
+    """What the latest message `text` asks, read with the questions before it: each follow-up as
+    what it asks of the one before (as that one was read); a research request asks no question
+    to follow up."""
+    asked = ""
+    for said in _human_texts(messages)[:-1]:
+        asked = "" if is_research_request(said) else (asked and follow_up_read(asked, said)) or said
+    return (asked and follow_up_read(asked, text)) or text
+
+
 def _tool_returns(messages: list[ModelMessage]) -> dict[str, object]:
     returns: dict[str, object] = {}
     last = messages[-1]
@@ -96,13 +121,15 @@ def offline_chat(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse
             parts=[TextPart(str(returns["start_deep_research"]))], model_name=OFFLINE_CHAT_MODEL_NAME
         )
     if "search_passages" in returns:
-        return ModelResponse(
-            parts=[TextPart(_answer(text, returns["search_passages"]))], model_name=OFFLINE_CHAT_MODEL_NAME
-        )
+        question = _question(messages, text)
+        answer = _answer(question, returns["search_passages"])
+        if question != text:  # the user sees how their follow-up was read
+            answer = f"Searching for: {markdown_literal(question)}\n\n{answer}"
+        return ModelResponse(parts=[TextPart(answer)], model_name=OFFLINE_CHAT_MODEL_NAME)
     if is_research_request(text):
         call = ToolCallPart("start_deep_research", {"prompt": text})
     else:
-        call = ToolCallPart("search_passages", {"query": text, "top_k": 5})
+        call = ToolCallPart("search_passages", {"query": _question(messages, text), "top_k": 5})
     return ModelResponse(parts=[call], model_name=OFFLINE_CHAT_MODEL_NAME)
 
 
