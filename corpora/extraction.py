@@ -12,6 +12,7 @@ from django.conf import settings
 
 from corpora.exceptions import CorruptFile, EmptyDocument, FileTooLarge, UnsupportedFileType
 from corpora.models import FileType
+from corpora.pdf_tables import tables_as_rows
 
 logger = logging.getLogger(__name__)
 
@@ -303,7 +304,7 @@ def _extract_pdf(content: bytes, filename: str) -> Extracted:
             raise FileTooLarge(
                 f"{filename!r} has {len(reader.pages)} pages; the limit is {settings.INGEST_MAX_PDF_PAGES}"
             )
-        page_texts = [normalize_text(page.extract_text() or "").strip() for page in reader.pages]
+        page_texts = [normalize_text(_pdf_page_text(page)).strip() for page in reader.pages]
     except (CorruptFile, FileTooLarge):
         raise
     except Exception as exc:  # pypdf raises many error types on damaged files
@@ -320,6 +321,17 @@ def _extract_pdf(content: bytes, filename: str) -> Extracted:
         parts.append(page_text)
         offset += len(page_text)
     return Extracted(text="\n\n".join(parts), pages=pages)
+
+
+def _pdf_page_text(page) -> str:
+    """The page's text in the file's order, its tables as rows of cells (corpora.pdf_tables)."""
+    plain = page.extract_text() or ""
+    try:
+        layout = page.extract_text(extraction_mode="layout") or ""
+    except Exception:  # layout extraction fails on some fonts plain extraction reads
+        logger.info("PDF page %s: no layout extraction; its tables stay as extracted", page.page_number)
+        return plain
+    return tables_as_rows(plain, layout)
 
 
 # --- DOCX -----------------------------------------------------------------------------------

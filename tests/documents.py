@@ -5,6 +5,34 @@ import io
 
 def pdf_bytes(pages: list[list[str]]) -> bytes:
     """A valid PDF with one text line per entry, one page per list (Helvetica, WinAnsi)."""
+    streams = []
+    for lines in pages:
+        ops = [b"BT /F1 12 Tf 14 TL 72 760 Td"]
+        ops += [b"(" + _pdf_string(line) + b") Tj T*" for line in lines]
+        streams.append(b"\n".join([*ops, b"ET"]))
+    return _pdf(streams)
+
+
+def pdf_placed_bytes(pages: list[list[tuple[int, int, str]]]) -> bytes:
+    """A valid PDF with each text drawn on its own at (x, y) points, in the order given, one
+    page per list: how many PDF writers draw a table, cell by cell (10 pt Helvetica)."""
+    return _pdf(
+        [
+            b"\n".join(
+                b"BT /F1 10 Tf 1 0 0 1 %d %d Tm (%s) Tj ET" % (x, y, _pdf_string(text))
+                for x, y, text in cells
+            )
+            for cells in pages
+        ]
+    )
+
+
+def _pdf_string(text: str) -> bytes:
+    return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)").encode("cp1252")
+
+
+def _pdf(streams: list[bytes]) -> bytes:
+    """A PDF of one page per content stream, with Helvetica as its font F1."""
     objects: list[bytes] = []
 
     def add(body: bytes) -> int:
@@ -12,15 +40,9 @@ def pdf_bytes(pages: list[list[str]]) -> bytes:
         return len(objects)
 
     font = add(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>")
-    pages_id = len(objects) + 1 + 2 * len(pages)
+    pages_id = len(objects) + 1 + 2 * len(streams)
     page_ids = []
-    for lines in pages:
-        ops = [b"BT /F1 12 Tf 14 TL 72 760 Td"]
-        for line in lines:
-            escaped = line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
-            ops.append(b"(" + escaped.encode("cp1252") + b") Tj T*")
-        ops.append(b"ET")
-        stream = b"\n".join(ops)
+    for stream in streams:
         content = add(b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream")
         page_ids.append(
             add(

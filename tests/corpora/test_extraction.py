@@ -3,7 +3,7 @@ import pytest
 from corpora.exceptions import CorruptFile, EmptyDocument, UnsupportedFileType
 from corpora.extraction import extract, file_type_for
 from corpora.models import FileType
-from tests.documents import docx_bytes, pdf_bytes
+from tests.documents import docx_bytes, pdf_bytes, pdf_placed_bytes
 
 
 def test_file_type_comes_from_the_suffix_case_insensitively():
@@ -95,6 +95,73 @@ def test_pdf_keeps_page_numbers_per_page_span():
     first, second = extracted.pages
     assert extracted.text[first.start : first.end] == "First page text."
     assert extracted.text[second.start : second.end] == "Second page (with parens)."
+
+
+VENDORS = [
+    ("Vendor", "Notice period", "Renewal"),
+    ("Acme Corp", "90 days", "Automatic, 1 year"),
+    ("Globex Ltd", "30 days", "None"),
+    ("Initech", "60 days", "On request"),
+]
+
+
+def _table(order: str) -> list[tuple[int, int, str]]:
+    cells = [(72 + c * 160, 700 - r * 18, VENDORS[r][c]) for r in range(4) for c in range(3)]
+    if order == "by column":
+        cells.sort(key=lambda cell: (cell[0], -cell[1]))
+    return [
+        (72, 740, "The table below lists each vendor's terms."),
+        *cells,
+        (72, 600, "Either party may terminate on written notice as set out above."),
+    ]
+
+
+@pytest.mark.parametrize("order", ["by column", "by row"])
+def test_a_pdf_table_is_extracted_as_rows_of_cells_however_it_is_drawn(order):
+    # given a PDF table drawn cell by cell, column after column or row after row
+    content = pdf_placed_bytes([_table(order)])
+
+    # when
+    extracted = extract(content, FileType.PDF, filename="vendors.pdf")
+
+    # then each row is a line of its cells, as a .docx table's is, and the prose is as it was
+    assert extracted.text == (
+        "The table below lists each vendor's terms.\n"
+        "Vendor | Notice period | Renewal\n"
+        "Acme Corp | 90 days | Automatic, 1 year\n"
+        "Globex Ltd | 30 days | None\n"
+        "Initech | 60 days | On request\n"
+        "Either party may terminate on written notice as set out above."
+    )
+
+
+def test_two_columns_of_prose_and_a_list_are_not_taken_for_tables():
+    # given a page of two columns of prose, then a bulleted list set apart from its marks
+    left = [
+        "The supplier delivers the goods within",
+        "thirty days of each purchase order and",
+        "bears the risk until delivery is made.",
+    ]
+    right = [
+        "The buyer inspects the goods on arrival",
+        "and reports any defect within ten days",
+        "of delivery, in writing to the supplier.",
+    ]
+    cells = [(72, 700 - i * 14, text) for i, text in enumerate(left)]
+    cells += [(320, 700 - i * 14, text) for i, text in enumerate(right)]
+    cells += [
+        (x, 600 - i * 14, text)
+        for i, item in enumerate(["Goods", "Services", "Licences"])
+        for x, text in ((72, "\u2022"), (100, item))
+    ]
+
+    # when
+    extracted = extract(pdf_placed_bytes([cells]), FileType.PDF, filename="terms.pdf")
+
+    # then the text is as the file orders it: no cells joined across the page
+    assert "|" not in extracted.text
+    assert "The supplier delivers the goods within\nthirty days" in extracted.text
+    assert "The buyer inspects the goods on arrival\nand reports" in extracted.text
 
 
 def test_truncated_pdf_is_corrupt():
