@@ -403,6 +403,8 @@ def report_resume(*, user: AbstractBaseUser, report_id: int) -> ResearchReport:
                 lease_expires_at=None,
                 not_before=None,
                 warnings=[*report.warnings, "resumed"],
+                # Not the phase it ended in ("cancelled"), which the CLI and page would show.
+                progress={**report.progress, "phase": "queued", "updated_at": timezone.now().isoformat()},
             )
             transaction.on_commit(lambda: _enqueue(report))
     except IntegrityError as exc:  # another run on this corpus started in between

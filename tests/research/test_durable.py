@@ -255,6 +255,8 @@ def test_resume_continues_a_cancelled_report_from_its_findings(
     stored = ResearchReport.objects.get(pk=report.pk)
     assert (stored.status, stored.step_count, stored.finalized_at) == (ReportStatus.QUEUED, 0, None)
     assert len(stored.findings) == 1 and stored.warnings[-1] == "resumed"
+    # its progress says it waits in the queue again, not the phase it ended in
+    assert stored.progress["phase"] == "queued"
     report_run(report_id=report.pk)
     stored = ResearchReport.objects.get(pk=report.pk)
     assert stored.status == ReportStatus.COMPLETED
