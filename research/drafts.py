@@ -1,16 +1,26 @@
 """Extractive report drafts composed from recorded findings: what the offline writer submits,
 and what a run cut short (budget, time, cancel, failure) renders instead of losing its work.
 Every statement is a recorded finding's claim or a count of findings, cited to the findings as
-`<cite findings="...">`; the citations renderer turns them into footnotes."""
+`<cite findings="...">`; the citations renderer turns them into footnotes. One kind is not cited,
+as it quotes nothing: which of two versions of a document a question cites applies, said only
+where their titles or text show it (research.engine.versions)."""
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from research.engine.grouping import group_texts
 from research.engine.intent import document_words
 from research.engine.text import content_words, denies, names_held_by_none
+from research.engine.versions import (
+    BY_DATE,
+    BY_DRAFT,
+    BY_TEXT,
+    BY_VERSION,
+    DocumentVersions,
+    document_versions,
+)
 
 OTHER_FINDINGS = "Other findings"
 GROUP_EXAMPLES = 3
@@ -91,6 +101,7 @@ def compose_report(
     corrections: Sequence[Sequence[str]] = (),
     not_judged: Sequence[str] = (),
     unfinished: bool = False,
+    versions: DocumentVersions | None = None,
 ) -> str:
     """The report: Summary with counts, Key findings by position, a per-document table for
     swept questions, Detailed analysis, Gaps. `positions` groups each question's findings
@@ -101,9 +112,12 @@ def compose_report(
     `named`: the titles of the documents the request names, which alone the run searched.
     `corrections`: the request's misspelt words, [typed, read as]. `unfinished`: the run failed
     before it finished, so a question without findings was not researched to its end (Gaps
-    says so, not that nothing supports an answer)."""
+    says so, not that nothing supports an answer). `versions`: which documents are versions of
+    one document (research.engine.versions); where a question cites two, the older is marked
+    where it is named and the Summary says which applies."""
     by_index = _assign(questions, findings)
     titles = {int(k): v for k, v in document_titles.items()}
+    versions = versions or DocumentVersions()
     lines = [f"# {_one_line(title)}", ""]
     if note:
         lines += [f"*{_one_line(note)}*", ""]
@@ -122,15 +136,15 @@ def compose_report(
             "",
         ]
     if brief:
-        lines += _brief(by_index, titles)
+        lines += _brief(by_index, titles, versions)
     else:
         conjunctions = _conjunctions(by_index, both, titles)
-        lines += _summary(by_index, positions or {}, titles, conjunctions)
+        lines += _summary(by_index, positions or {}, titles, conjunctions, versions)
         lines += _both(conjunctions)
-        lines += _key_findings(by_index, positions or {}, titles)
+        lines += _key_findings(by_index, positions or {}, titles, versions)
         lines += _absent(by_index, titles)
-        lines += _tables(by_index, positions or {}, titles)
-        lines += _analysis(by_index, positions or {}, titles)
+        lines += _tables(by_index, positions or {}, titles, versions)
+        lines += _analysis(by_index, positions or {}, titles, versions)
     lines += _gaps(by_index, titles, not_planned, not_judged, unfinished=unfinished)
     return "\n".join(lines).strip() + "\n"
 
@@ -162,6 +176,7 @@ def _summary(
     positions: Mapping[int, Sequence[Position]],
     titles: Mapping[int, str],
     conjunctions: Sequence["_Conjunction"] = (),
+    versions: DocumentVersions | None = None,
 ) -> list[str]:
     lines = ["## Summary", ""]
     for both in conjunctions:
@@ -213,6 +228,7 @@ def _summary(
             lines.append(f"- **{_one_line(q.question)}** {head}. Positions: {shown}.")
         else:
             lines.append(f"- **{_one_line(q.question)}** {head}: {_cite(evidence[0])}")
+        lines += [f"  - {line}" for line in _versions_lines(documents, versions, titles)]
     lines.append("")
     return lines
 
@@ -405,7 +421,10 @@ def _absent(by_index: dict[int, _Question], titles: Mapping[int, str]) -> list[s
 
 
 def _key_findings(
-    by_index: dict[int, _Question], positions: Mapping[int, Sequence[Position]], titles: Mapping[int, str]
+    by_index: dict[int, _Question],
+    positions: Mapping[int, Sequence[Position]],
+    titles: Mapping[int, str],
+    versions: DocumentVersions | None = None,
 ) -> list[str]:
     grouped = [
         (item, positions[item.summary.index])
@@ -417,6 +436,7 @@ def _key_findings(
     lines = ["## Key findings", ""]
     for item, groups in grouped:
         findings = {f["id"]: f for f in item.findings}
+        older = _superseded(item, versions, titles)
         lines += [f"### {_one_line(item.summary.question)}", ""]
         for group in groups:
             members = [findings[i] for i in group.finding_ids if i in findings]
@@ -426,7 +446,7 @@ def _key_findings(
             lines += [f"**{_one_line(group.label)}** ({count} document{_s(range(count))})", ""]
             shown = _examples(members)
             for alike in shown:
-                names = [f"*{_title(titles, f)}*" for f in alike[:SAME_TITLES]]
+                names = [_named(titles, f, older) for f in alike[:SAME_TITLES]]
                 if len(alike) > SAME_TITLES:
                     names.append(f"{len(alike) - SAME_TITLES} more")
                 claim = _one_line(alike[0]["claim"])
@@ -458,7 +478,10 @@ def _shown_in_key_findings(item: _Question, positions: Mapping[int, Sequence[Pos
 
 
 def _tables(
-    by_index: dict[int, _Question], positions: Mapping[int, Sequence[Position]], titles: Mapping[int, str]
+    by_index: dict[int, _Question],
+    positions: Mapping[int, Sequence[Position]],
+    titles: Mapping[int, str],
+    versions: DocumentVersions | None = None,
 ) -> list[str]:
     lines: list[str] = []
     for item in by_index.values():
@@ -469,6 +492,7 @@ def _tables(
         # position it has there, as the exports give it.
         label_of = {i: g.label for groups in positions.values() for g in groups for i in g.finding_ids}
         label_of |= {i: g.label for g in positions.get(item.summary.index, ()) for i in g.finding_ids}
+        older = _superseded(item, versions, titles)
         lines += [
             f"## Documents: {_one_line(item.summary.question)}",
             "",
@@ -478,7 +502,7 @@ def _tables(
         for finding in sorted(swept, key=lambda f: (_title(titles, f).lower(), f["id"])):
             label = label_of.get(finding["id"]) or finding.get("position") or ""
             lines.append(
-                f"| {_cell(_title(titles, finding))} | {_cell(_one_line(label))} | "
+                f"| {_cell(_named(titles, finding, older, cell=True))} | {_cell(_one_line(label))} | "
                 f"{_cite(finding, cell=True, about=item.summary.question)} |"
             )
         lines.append("")
@@ -526,6 +550,90 @@ def _weak_evidence(question: str, evidence: Sequence[Mapping[str, Any]]) -> list
     ]
 
 
+# Why a document supersedes another, after the older one's title in the Summary's line.
+_SUPERSEDES_HOW = {
+    BY_TEXT: "the text says so",
+    BY_VERSION: "a higher version number in its title",
+    BY_DATE: "a later date in its title",
+    BY_DRAFT: "marked draft",
+    None: "by way of a version between them",
+}
+
+
+def _older_versions(
+    documents: Iterable[int], versions: DocumentVersions | None, titles: Mapping[int, str]
+) -> dict[int, str]:
+    """{older version: the title of the version that applies} among `documents`."""
+    if versions is None:
+        return {}
+    among = versions.among(documents)
+    current = {s.older: among.current_of(s.older) for s in among.superseded}
+    return {o: _one_line(titles.get(c) or f"Document {c}") for o, c in current.items() if c is not None}
+
+
+def _superseded(
+    item: _Question, versions: DocumentVersions | None, titles: Mapping[int, str]
+) -> dict[int, str]:
+    """_older_versions among the documents a question's evidence cites."""
+    return _older_versions({f["document_id"] for f in _evidence(item)}, versions, titles)
+
+
+def _named(
+    titles: Mapping[int, str], finding: Mapping[str, Any], older: Mapping[int, str], *, cell: bool = False
+) -> str:
+    """A finding's document as a line names it in parentheses ("*Travel Policy 2023*,
+    superseded by *Travel Policy 2025*" where a version the question also cites supersedes it)
+    or a table's cell does ("Travel Policy 2023 (superseded by Travel Policy 2025)")."""
+    current = older.get(finding["document_id"])
+    if cell:
+        return _title(titles, finding) + (f" (superseded by {current})" if current else "")
+    return f"*{_title(titles, finding)}*" + (f", superseded by *{current}*" if current else "")
+
+
+def _versions_lines(
+    documents: Iterable[int], versions: DocumentVersions | None, titles: Mapping[int, str]
+) -> list[str]:
+    """What the titles or the text tell of the versions among `documents`: which applies, or
+    that it could not be told. Only what research.engine.versions found; nothing is cited, as
+    nothing is quoted."""
+    if versions is None:
+        return []
+    documents = set(documents)
+    among = versions.among(documents)
+
+    def title(document: int) -> str:
+        return _one_line(titles.get(document) or f"Document {document}")
+
+    def name(document: int) -> str:
+        return f"*{title(document)}*"
+
+    def by_title(document: int) -> tuple[str, int]:
+        return title(document).lower(), document
+
+    olders: dict[int, list[int]] = {}
+    for older in sorted({s.older for s in among.superseded}):
+        current = among.current_of(older)
+        if current is not None:
+            olders.setdefault(current, []).append(older)
+    lines = []
+    for current, older in sorted(olders.items(), key=lambda kv: by_title(kv[0])):
+        said = [f"{name(o)} ({_SUPERSEDES_HOW[among.how(current, o)]})" for o in sorted(older, key=by_title)]
+        listed = said[0] if len(said) == 1 else ", ".join(said[:-1]) + f" and {said[-1]}"
+        lines.append(
+            f"Versions: {name(current)} supersedes {listed}; where they differ, {name(current)} applies."
+        )
+    placed = {d for current, older in olders.items() for d in (current, *older)}
+    for a, b in among.unordered:
+        if a in placed and b in placed:
+            continue
+        first, second = sorted((a, b), key=by_title)
+        lines.append(
+            f"Versions: {name(first)} and {name(second)} may be versions of one document; which of them "
+            "applies where they differ could not be told from their titles or text."
+        )
+    return lines
+
+
 def _evidence(item: _Question) -> list[Mapping[str, Any]]:
     """A question's findings, and those of another question that are its evidence too."""
     return [*item.findings, *item.shared]
@@ -542,7 +650,10 @@ def _table_rows(item: _Question) -> list[Mapping[str, Any]]:
 
 
 def _analysis(
-    by_index: dict[int, _Question], positions: Mapping[int, Sequence[Position]], titles: Mapping[int, str]
+    by_index: dict[int, _Question],
+    positions: Mapping[int, Sequence[Position]],
+    titles: Mapping[int, str],
+    versions: DocumentVersions | None = None,
 ) -> list[str]:
     """Each question's findings neither its table nor Key findings shows, by document."""
     lines: list[str] = []
@@ -556,18 +667,28 @@ def _analysis(
         by_document: dict[int, list[Mapping[str, Any]]] = {}
         for finding in rest:
             by_document.setdefault(finding["document_id"], []).append(finding)
+        older = _superseded(item, versions, titles)
         for group in by_document.values():
-            lines += [f"**{_title(titles, group[0])}**", ""]
+            current = older.get(group[0]["document_id"])
+            by = f" (superseded by *{current}*)" if current else ""
+            lines += [f"**{_title(titles, group[0])}**{by}", ""]
             lines += [f"- {_cite(f)}" for f in group]
             lines.append("")
     return ["## Detailed analysis", "", *lines] if lines else []
 
 
-def _brief(by_index: dict[int, _Question], titles: Mapping[int, str]) -> list[str]:
+def _brief(
+    by_index: dict[int, _Question], titles: Mapping[int, str], versions: DocumentVersions | None = None
+) -> list[str]:
     findings = [f for item in by_index.values() for f in item.findings]
     if not findings:
         return ["## Answer", "", "No passage retrieved in this run answers the question.", ""]
-    lines = ["## Answer", "", *[f"- {_cite(f)} (*{_title(titles, f)}*)" for f in findings], ""]
+    documents = {f["document_id"] for f in findings}
+    older = _older_versions(documents, versions, titles)
+    lines = ["## Answer", "", *[f"- {_cite(f)} ({_named(titles, f, older)})" for f in findings], ""]
+    said = _versions_lines(documents, versions, titles)
+    if said:
+        lines += [*said, ""]
     in_scope = max((item.summary.documents_in_scope for item in by_index.values()), default=0)
     quoted = len({f["document_id"] for f in findings})
     if in_scope > quoted:
@@ -858,6 +979,13 @@ def compose_from_findings(
     unfinished: bool = False,
 ) -> str:
     findings, set_aside = split_set_aside(findings, engine_state)
+    # The versions the run found (with what their text says) where it wrote; else their titles'.
+    cited = {f["document_id"] for f in findings}
+    versions = (
+        DocumentVersions.from_data(engine_state["versions"])
+        if engine_state.get("versions")
+        else document_versions({d: t for d, t in titles.items() if d in cited})
+    )
     questions = plan_questions_summary(
         plan=plan, engine_state=engine_state, titles=titles, set_aside=set_aside
     )
@@ -875,4 +1003,5 @@ def compose_from_findings(
         named=[titles.get(int(d), f"Document {d}") for d in engine_state.get("named_documents") or []],
         corrections=engine_state.get("corrections") or [],
         unfinished=unfinished,
+        versions=versions,
     )

@@ -574,6 +574,9 @@ class Orchestration:
         questions = plan_questions_summary(
             plan=self.plan, engine_state=self.state, titles=titles, set_aside=set_aside
         )
+        cited = {f["document_id"] for f in findings}
+        versions = await self.store.document_versions({d: t for d, t in titles.items() if d in cited})
+        self.state["versions"] = versions.as_data()
         await self._progress("writing", checkpoint=True)
         prompt = request_prompt(
             prompt=self.prompt,
@@ -590,6 +593,7 @@ class Orchestration:
                 named=[titles.get(d, f"Document {d}") for d in self.state.get("named_documents") or []],
                 corrections=self.state.get("corrections") or [],
                 not_judged=[titles.get(d, f"Document {d}") for d in self.state.get("not_judged") or []],
+                versions=versions,
             ),
         )
         deps = WriterDeps(store=self.store, finding_ids={f["id"] for f in findings})

@@ -45,6 +45,7 @@ from research.engine.feedback import (
 from research.engine.grouping import group_texts
 from research.engine.intent import document_words
 from research.engine.text import DENIED_LABEL, REQUEST_WORDS, denies
+from research.engine.versions import SUPERSEDING_PHRASES, DocumentVersions, document_versions
 from research.exceptions import FindingRejected
 from research.models import ReportStatus
 from research.runloop import database
@@ -65,6 +66,8 @@ SEARCH_TOP_K_MAX = 20
 LIST_DOCUMENTS_MAX = 200
 # Candidate documents for a sweep come from searches this deep (passages, per query).
 CANDIDATE_SEARCH_DEPTH = 400
+# Passages per phrase read for a document saying it supersedes another (document_versions).
+SUPERSEDING_TOP_K = 200
 
 
 class ToolUnavailable(ApplicationError):
@@ -443,6 +446,34 @@ class RunStore:
             return dict(queryset.values_list("pk", "title"))
 
         return await database(work)
+
+    async def document_versions(self, titles: Mapping[int, str]) -> DocumentVersions:
+        """Which of the documents of `titles` (id -> title) are versions of one document, from
+        their titles and from their passages saying they supersede or replace another of them
+        (research.engine.versions). The writer's own reading, not a tool call: it takes no tool
+        call from the budget and adds nothing to the passages a finding may cite."""
+        if len(titles) < 2:
+            return DocumentVersions()
+
+        def work() -> dict[int, list[str]]:
+            texts: dict[int, list[str]] = {}
+            seen: set[int] = set()
+            for phrase in SUPERSEDING_PHRASES:
+                hits = passage_exact_search(
+                    corpus=self.corpus, phrase=phrase, top_k=SUPERSEDING_TOP_K, document_ids=list(titles)
+                )
+                for hit in hits:
+                    if hit.passage.pk not in seen:
+                        seen.add(hit.passage.pk)
+                        texts.setdefault(hit.passage.document_id, []).append(hit.passage.text)
+            return texts
+
+        try:
+            texts = await database(work)
+        except (DatabaseError, ApplicationError) as exc:  # their titles still tell
+            logger.warning("reading what the cited documents supersede failed: %s", exc)
+            texts = {}
+        return document_versions(titles, texts)
 
     async def group_findings(self, *, finding_ids: Sequence[int], question: str = "") -> list[dict[str, Any]]:
         """The findings grouped by the position their quotes take (research.engine.grouping),

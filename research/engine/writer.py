@@ -16,6 +16,7 @@ from research.drafts import ORIGIN_SWEEP, Position, QuestionSummary, compose_rep
 from research.engine.budget import BudgetExhausted
 from research.engine.prompts import WRITER_INSTRUCTIONS, read_data, tool_returns
 from research.engine.store import RunStore
+from research.engine.versions import DocumentVersions
 
 OFFLINE_WRITER = "deepcite-offline-writer"
 EXTRACTIVE_NOTE = "Extractive report by the Deepcite offline engine: each finding quotes the corpus verbatim."
@@ -95,6 +96,7 @@ def writer_prompt_data(
     named: list[str] | None = None,
     corrections: list[list[str]] | None = None,
     not_judged: list[str] | None = None,
+    versions: DocumentVersions | None = None,
 ) -> dict[str, Any]:
     return {
         "title": title,
@@ -110,6 +112,9 @@ def writer_prompt_data(
         # documents the sweep's judge failed on (titles): not examined, not counted among those
         # that do not address a question; the report names them in Gaps as not judged
         "not_judged": not_judged or [],
+        # versions of one document among those the findings quote (research.engine.versions):
+        # where a question cites both, the report marks the older and says which applies
+        "versions": (versions or DocumentVersions()).as_data(),
         "questions": [
             {
                 "index": q.index,
@@ -216,6 +221,7 @@ def offline_writer() -> FunctionModel:
             not_judged=data.get("not_judged") or [],
             named=data.get("named_documents") or [],
             corrections=data.get("corrections") or [],
+            versions=DocumentVersions.from_data(data.get("versions")),
         )
         call = ToolCallPart("submit_report", {"markdown": markdown}, tool_call_id="submit")
         return ModelResponse(parts=[call], model_name=OFFLINE_WRITER)
