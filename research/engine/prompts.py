@@ -75,6 +75,11 @@ with `asked`, its answer is its not_addressing documents): answer it first, list
 `not_planned` holds parts of the request this run did not research (beyond its breadth): name
 them under Gaps as not researched. `not_judged` holds documents the judge failed on: they are in
 no question's not_addressing; name them under Gaps as not judged, never as lacking an answer.
+`versions` holds documents that are versions of one document: in `superseded`, `current` applies
+where it and `older` differ (`by`: "text", one of them says so; "version", "date", their titles'
+version numbers or dates; "draft", the older is a draft); where a question cites both, mark the
+older where you name it and say in the Summary which applies. `unordered` pairs look like versions
+whose order nothing tells: claim none.
 Every statement of fact carries a citation: wrap it as <cite findings="ID[,ID]">statement</cite>
 with the ids of the findings that support it (call group_findings to see which findings take the
 same position). A quotation in your prose must be copied exactly from a finding's quote.

@@ -120,7 +120,12 @@ class DocumentVersions:
                 Supersession(int(s["current"]), int(s["older"]), str(s["by"]))
                 for s in data.get("superseded") or ()
             ],
-            unordered=[(int(a), int(b)) for a, b in data.get("unordered") or ()],
+            # a pair, or (in the writer's prompt data) {documents: pair, titles}
+            unordered=[
+                (int(a), int(b))
+                for pair in data.get("unordered") or ()
+                for a, b in [pair["documents"] if isinstance(pair, Mapping) else pair]
+            ],
         )
 
     def among(self, documents: Iterable[int]) -> "DocumentVersions":

@@ -113,8 +113,11 @@ def writer_prompt_data(
         # that do not address a question; the report names them in Gaps as not judged
         "not_judged": not_judged or [],
         # versions of one document among those the findings quote (research.engine.versions):
-        # where a question cites both, the report marks the older and says which applies
-        "versions": (versions or DocumentVersions()).as_data(),
+        # where a question cites both, the report marks the older and says which applies, and
+        # claims no order where `unordered` (the titles or text tell none); `by` says how it was
+        # told: "text" (the current one's own text says it supersedes or replaces the older),
+        # "version", "date" (in their titles) or "draft" (the older is marked draft)
+        "versions": _versions_data(versions or DocumentVersions(), titles),
         "questions": [
             {
                 "index": q.index,
@@ -152,6 +155,17 @@ def writer_prompt_data(
             for f in findings
         ],
     }
+
+
+def _versions_data(versions: DocumentVersions, titles: dict[int, str]) -> dict[str, Any]:
+    data = versions.as_data()
+    for relation in data["superseded"]:
+        relation["current_title"] = titles.get(relation["current"], "")
+        relation["older_title"] = titles.get(relation["older"], "")
+    data["unordered"] = [
+        {"documents": pair, "titles": [titles.get(d, "") for d in pair]} for pair in data["unordered"]
+    ]
+    return data
 
 
 def _one_per_document(findings: list[dict[str, Any]]) -> list[int]:

@@ -3,13 +3,18 @@ report citing both marks the older where it names it and says in its Summary whi
 documents whose titles only look alike are never linked."""
 
 import pytest
+from pydantic_ai.messages import ModelResponse
+from pydantic_ai.models.function import FunctionModel
 
 from research.drafts import compose_from_findings
+from research.engine.prompts import read_data
 from research.engine.run import report_run
+from research.engine.writer import writer_agent
 from research.models import ReportStatus, ResearchReport
 from research.services import report_start
 from tests.factories import ingest_text
 from tests.research.checks import assert_closed_citation_graph
+from tests.research.scripts import call
 
 NOTICE_QUESTION = "How many days' notice is needed for travel approval?"
 OLD_RULE = "Employees must request travel approval at least 14 days before departure."
@@ -130,6 +135,35 @@ def test_a_fast_answer_marks_the_older_version_and_says_which_applies(user, corp
         "Versions: *Travel Policy 2025* supersedes *Travel Policy 2023* (a later date in its title); where "
         "they differ, *Travel Policy 2025* applies." in stored.content
     )
+
+
+def test_a_model_writer_is_told_the_versions(user, corpus):
+    # given two versions of one policy, one saying it supersedes the other, and a model writer
+    _collection(
+        corpus,
+        ("Travel Policy 2023", OLD_RULE),
+        ("Travel Policy 2025", f"This policy supersedes the Travel Policy 2023.\n\n{NEW_RULE}"),
+    )
+    told = {}
+
+    async def write(messages, info):
+        told.update(read_data(messages))
+        cited = told["findings"][0]
+        markdown = f'# Travel\n\n<cite findings="{cited["id"]}">{cited["claim"]}</cite>\n'
+        return ModelResponse(parts=[call("submit_report", "write", markdown=markdown)])
+
+    report = report_start(user=user, corpus=corpus, prompt=NOTICE_QUESTION)
+    # when the run executes
+    with writer_agent.override(model=FunctionModel(write)):
+        report_run(report_id=report.pk)
+    # then the writer's data names the current and the older version, and how that was told
+    [relation] = told["versions"]["superseded"]
+    assert (relation["current_title"], relation["older_title"], relation["by"]) == (
+        "Travel Policy 2025",
+        "Travel Policy 2023",
+        "text",
+    )
+    assert told["versions"]["unordered"] == []
 
 
 def test_a_report_composed_from_findings_marks_versions_by_their_titles():
