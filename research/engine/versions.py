@@ -6,7 +6,8 @@ set their answers side by side as equals.
 Conservative, since a document wrongly called superseded misleads more than a missed version:
 two titles are versions only where they are equal once their version markers (version numbers,
 years and dates, draft, final, revised, amended, updated) are set aside and at least two real
-words are left, and an order is claimed only where the text says so or a version number, a
+words are left (a periodic document's two dates, "Annual Report 2023" and "... 2024", are two
+documents), and an order is claimed only where the text says so or a version number, a
 date or a draft mark gives one; titles alike with no such order are named as versions with none.
 """
 
@@ -24,6 +25,17 @@ BY_DATE = "date"
 BY_DRAFT = "draft"
 # A title is a version's only where this many real words are left once its markers are set aside.
 CORE_WORDS_MIN = 2
+# Documents of a period (a year's report, a meeting's minutes): two of them dated apart are two
+# documents, neither superseding the other.
+PERIODIC_WORDS = frozenset(
+    """
+    report reports minutes statement statements invoice invoices newsletter newsletters budget
+    budgets forecast forecasts audit audits survey surveys agenda agendas notes review reviews
+    results return returns summary bulletin digest accounts log logs filing filings transcript
+    transcripts receipt receipts calendar timesheet timesheets payslip payslips memo memos letter
+    letters
+    """.split()
+)
 # A version number names a version ("replaces version 1") this close after the verb.
 VERSION_NEAR_CHARS = 40
 # The verbs a document's text uses to say it supersedes another, for the run store's search.
@@ -183,6 +195,15 @@ def _real_words(core: Sequence[str]) -> int:
     return sum(1 for w in core if w.isalpha() and len(w) > 1 and w not in STOPWORDS)
 
 
+def _one_document(a: TitleVersion, b: TitleVersion) -> bool:
+    """Whether two titles name versions of one document: the same words once their markers are
+    set aside, two real words at least, and not a document of a period apart from its date
+    ("Annual Report 2023" and "Annual Report 2024", "Board Minutes" of two meetings)."""
+    if a.core != b.core or _real_words(a.core) < CORE_WORDS_MIN:
+        return False
+    return a.date == b.date or not PERIODIC_WORDS & set(a.core)
+
+
 def _title_order(a: TitleVersion, b: TitleVersion) -> tuple[int, str] | None:
     """(1 where `a` is the current one, -1 where `b` is, how) for two titles of one document;
     None where their markers tell no order or disagree."""
@@ -267,7 +288,7 @@ def document_versions(
     unordered: list[tuple[int, int]] = []
     for i, a in enumerate(ids):
         for b in ids[i + 1 :]:
-            alike = parsed[a].core == parsed[b].core and _real_words(parsed[a].core) >= CORE_WORDS_MIN
+            alike = _one_document(parsed[a], parsed[b])
             by_text = said.get((a, b), set())
             if len(by_text) == 1:
                 current = next(iter(by_text))
