@@ -97,6 +97,8 @@ class TitleVersion:
     """What a title says of its version: its words with the markers set aside, and the markers."""
 
     core: tuple[str, ...]
+    # all its words, markers too
+    words: tuple[str, ...]
     version: tuple[int, ...] | None
     # (year, month or 0); month 0 where the title gives none
     date: tuple[int, int] | None
@@ -173,6 +175,7 @@ class DocumentVersions:
 
 def title_version(title: str) -> TitleVersion:
     text = " ".join(str(title).split())
+    words = tuple(_TOKEN.findall(text.lower()))
     version = None
     if match := _VERSION.search(text):
         version = tuple(int(n) for n in match.group(1).split("."))
@@ -188,7 +191,7 @@ def title_version(title: str) -> TitleVersion:
     draft = bool(_DRAFT.search(text))
     for pattern in (_VERSION, _DATE_ISO, _DATE_MONTH, _DATE_NUMERIC, _YEAR_ALONE, _MARKER_WORDS):
         text = pattern.sub(" ", text)
-    return TitleVersion(tuple(_TOKEN.findall(text.lower())), version, date, draft)
+    return TitleVersion(tuple(_TOKEN.findall(text.lower())), words, version, date, draft)
 
 
 def _real_words(core: Sequence[str]) -> int:
@@ -198,8 +201,9 @@ def _real_words(core: Sequence[str]) -> int:
 def _one_document(a: TitleVersion, b: TitleVersion) -> bool:
     """Whether two titles name versions of one document: the same words once their markers are
     set aside, two real words at least, and not a document of a period apart from its date
-    ("Annual Report 2023" and "Annual Report 2024", "Board Minutes" of two meetings)."""
-    if a.core != b.core or _real_words(a.core) < CORE_WORDS_MIN:
+    ("Annual Report 2023" and "Annual Report 2024", "Board Minutes" of two meetings). Two
+    documents of one title ("Services Agreement", with two suppliers) say nothing of versions."""
+    if a.core != b.core or a.words == b.words or _real_words(a.core) < CORE_WORDS_MIN:
         return False
     return a.date == b.date or not PERIODIC_WORDS & set(a.core)
 

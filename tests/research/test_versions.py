@@ -100,6 +100,7 @@ def test_a_document_whose_text_says_it_supersedes_another_is_the_one_that_applie
         ("Travel Policy", "Travel Expense Form"),
         ("Master Services Agreement - Acme 2019", "Master Services Agreement - Globex 2020"),
         ("Annual Report 2023", "Annual Report 2024"),
+        ("Services Agreement", "Services Agreement."),
         ("Travel Policy", "Travel Policy (revised)"),
     ],
 )
