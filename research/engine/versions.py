@@ -231,9 +231,12 @@ def superseding_mentions(text: str, titles: Mapping[int, str], *, own: int) -> l
     """(document, whether `own` supersedes it) for each other document of `titles` a sentence
     of `text` (document `own`'s) names after "supersedes"/"replaces" (`own` supersedes it) or
     "superseded by"/"replaced by" (it supersedes `own`); a negated sentence names none. A title
-    is named by all its words in order (case and punctuation aside), with two real words at least;
-    or, for a title equal to `own`'s but for its version markers, by its version number alone
-    ("This policy replaces version 1." in "Data Retention Policy v2" names "... v1")."""
+    is named by all its words in order (case and punctuation aside), with two real words at least,
+    where it is `own`'s but for its version markers or names an edition (a version number or a
+    date: "the Travel Policy 2023"), not a kind of document many share ("This Agreement
+    supersedes the Mutual Confidentiality Agreement" may mean another party's); or, for a title
+    equal to `own`'s but for its version markers, by its version number alone ("This policy
+    replaces version 1." in "Data Retention Policy v2" names "... v1")."""
     found: list[tuple[int, bool]] = []
     parsed = {d: title_version(t) for d, t in titles.items()}
     mine = parsed.get(own)
@@ -243,9 +246,11 @@ def superseding_mentions(text: str, titles: Mapping[int, str], *, own: int) -> l
         if d != own and mine and p.version and p.core == mine.core and _real_words(p.core) >= CORE_WORDS_MIN
     }
     wanted = {
-        d: tuple(_TOKEN.findall(t.lower()))
-        for d, t in titles.items()
-        if d != own and _real_words(_TOKEN.findall(t.lower())) >= CORE_WORDS_MIN
+        d: parsed[d].words
+        for d in titles
+        if d != own
+        and _real_words(parsed[d].words) >= CORE_WORDS_MIN
+        and ((mine and parsed[d].core == mine.core) or parsed[d].version or parsed[d].date)
     }
     for sentence in _SENTENCE_END.split(text):
         for pattern, supersedes in ((_SUPERSEDED_BY, False), (_SUPERSEDES, True)):

@@ -206,3 +206,22 @@ def test_a_document_whose_text_says_it_does_not_supersede_another_is_not_taken_t
     assert "  - Versions: *Travel Policy* and *Travel Policy 2023* may be versions of one document;" in (
         stored.content
     )
+
+
+def test_a_text_superseding_a_kind_of_document_many_share_links_none(user, corpus):
+    # given an agreement saying it supersedes "the Mutual Confidentiality Agreement", and a
+    # document of that title, which may be another party's
+    _collection(
+        corpus,
+        ("Mutual Confidentiality Agreement", OLD_RULE),
+        (
+            "Master Travel Services Agreement",
+            f"This Agreement supersedes the Mutual Confidentiality Agreement.\n\n{NEW_RULE}",
+        ),
+    )
+    # when a question both answer is researched
+    stored = _run(user, corpus)
+    # then neither is said to supersede the other
+    assert OLD_RULE in stored.content and NEW_RULE in stored.content
+    assert "superseded by" not in stored.content and "Versions:" not in stored.content
+    assert stored.engine_state["versions"] == {"superseded": [], "unordered": []}
