@@ -228,7 +228,7 @@ def _summary(
             lines.append(f"- **{_one_line(q.question)}** {head}. Positions: {shown}.")
         else:
             lines.append(f"- **{_one_line(q.question)}** {head}: {_cite(evidence[0])}")
-        lines += [f"  - {line}" for line in _versions_lines(documents, versions, titles)]
+        lines += [f"    - {line}" for line in _versions_lines(documents, versions, titles)]
     lines.append("")
     return lines
 

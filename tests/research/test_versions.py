@@ -11,6 +11,7 @@ from research.engine.prompts import read_data
 from research.engine.run import report_run
 from research.engine.writer import writer_agent
 from research.models import ReportStatus, ResearchReport
+from research.pages import report_body_html
 from research.services import report_start
 from tests.factories import ingest_text
 from tests.research.checks import assert_closed_citation_graph
@@ -56,12 +57,14 @@ def test_a_report_citing_two_versions_by_their_titles_says_which_applies(user, c
     # then both answers are cited, the older one marked where it is named
     content = stored.content
     assert OLD_RULE in content and NEW_RULE in content
-    line = f"  - Versions: *{current}* supersedes *{older}* ({how}); where they differ, *{current}* applies."
-    assert line in content.splitlines()
+    line = f"Versions: *{current}* supersedes *{older}* ({how}); where they differ, *{current}* applies."
+    assert f"    - {line}" in content.splitlines()
     assert f"| {older} (superseded by {current}) |" in content
     assert f"(*{older}*, superseded by *{current}*)" in content
     assert f"| {current} |" in content
     assert content.count("superseded by") == 2
+    # and on the report's page the Summary's line sits under its question's
+    assert "<ul>\n<li>Versions: <em>" in report_body_html(stored)
 
 
 @pytest.mark.parametrize(
@@ -84,7 +87,7 @@ def test_a_document_whose_text_says_it_supersedes_another_is_the_one_that_applie
     stored = _run(user, corpus)
     # then the Summary says which applies, as the text says
     assert (
-        f"  - Versions: *Travel Policy* supersedes *{older}* (the text says so); where they "
+        f"    - Versions: *Travel Policy* supersedes *{older}* (the text says so); where they "
         "differ, *Travel Policy* applies." in stored.content
     )
     assert f"| {older} (superseded by Travel Policy) |" in stored.content
@@ -118,7 +121,7 @@ def test_documents_whose_titles_only_look_alike_are_not_called_versions(user, co
     assert stored.engine_state["versions"] == {"superseded": [], "unordered": alike}
     if alike:
         assert (
-            "  - Versions: *Travel Policy* and *Travel Policy (revised)* may be versions of one document; "
+            "    - Versions: *Travel Policy* and *Travel Policy (revised)* may be versions of one document; "
             "which of them applies where they differ could not be told from their titles or text."
         ) in stored.content
     else:
@@ -186,7 +189,7 @@ def test_a_report_composed_from_findings_marks_versions_by_their_titles():
     # then the older is marked and the Summary says which applies
     assert "**Data Retention Policy v1** (superseded by *Data Retention Policy v2*)" in report
     assert (
-        "  - Versions: *Data Retention Policy v2* supersedes *Data Retention Policy v1* (a higher version "
+        "    - Versions: *Data Retention Policy v2* supersedes *Data Retention Policy v1* (a higher version "
         "number in its title); where they differ, *Data Retention Policy v2* applies." in report
     )
 
@@ -203,7 +206,7 @@ def test_a_document_whose_text_says_it_does_not_supersede_another_is_not_taken_t
     # then no order is claimed: the two are named as versions whose order could not be told
     assert "supersedes" not in stored.content and "superseded by" not in stored.content
     assert stored.engine_state["versions"] == {"superseded": [], "unordered": [[older, current]]}
-    assert "  - Versions: *Travel Policy* and *Travel Policy 2023* may be versions of one document;" in (
+    assert "    - Versions: *Travel Policy* and *Travel Policy 2023* may be versions of one document;" in (
         stored.content
     )
 
