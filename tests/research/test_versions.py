@@ -228,3 +228,27 @@ def test_a_text_superseding_a_kind_of_document_many_share_links_none(user, corpu
     assert OLD_RULE in stored.content and NEW_RULE in stored.content
     assert "superseded by" not in stored.content and "Versions:" not in stored.content
     assert stored.engine_state["versions"] == {"superseded": [], "unordered": []}
+
+
+def test_titles_with_markdown_in_them_read_as_written_where_versions_are_named():
+    # given a swept question's findings from two versions whose titles hold Markdown and a "|"
+    findings = [
+        {"id": 1, "claim": OLD_RULE, "quote": OLD_RULE, "passage_id": 11, "document_id": 1, "question": 0},
+        {"id": 2, "claim": NEW_RULE, "quote": NEW_RULE, "passage_id": 12, "document_id": 2, "question": 0},
+    ]
+    # when they are composed into a report
+    report = compose_from_findings(
+        title="Travel",
+        plan=[{"question": NOTICE_QUESTION, "sweep": True}],
+        engine_state={"sweep": {"0": {"judged": [1, 2], "addressing": [1, 2]}}},
+        findings=[{**f, "origin": "sweep"} for f in findings],
+        titles={1: "Travel *Policy* | Staff v1", 2: "Travel *Policy* | Staff v2"},
+        note="Composed from the findings recorded before the run ended.",
+    )
+    # then the titles are escaped as every title of a report is: no emphasis, no extra cell
+    assert (
+        r"    - Versions: *Travel \*Policy\* | Staff v2* supersedes *Travel \*Policy\* | Staff v1* (a higher "
+        r"version number in its title); where they differ, *Travel \*Policy\* | Staff v2* applies."
+    ) in report.splitlines()
+    assert r"| Travel \*Policy\* \| Staff v1 (superseded by Travel \*Policy\* \| Staff v2) | " in report
+    assert r"| Travel \*Policy\* \| Staff v2 | " in report
