@@ -560,34 +560,50 @@ _SUPERSEDES_HOW = {
 }
 
 
+@dataclass(frozen=True)
+class _Later:
+    """The version that applies in place of an older one: its title, and whether a document's
+    own text says so (else only the titles tell: a later date, a higher number)."""
+
+    title: str
+    said: bool
+
+
 def _older_versions(
     documents: Iterable[int], versions: DocumentVersions | None, titles: Mapping[int, str]
-) -> dict[int, str]:
-    """{older version: the title of the version that applies} among `documents`."""
+) -> dict[int, _Later]:
+    """{older version: the version that applies} among `documents`."""
     if versions is None:
         return {}
     among = versions.among(documents)
     current = {s.older: among.current_of(s.older) for s in among.superseded}
-    return {o: _one_line(titles.get(c) or f"Document {c}") for o, c in current.items() if c is not None}
+    return {
+        o: _Later(_one_line(titles.get(c) or f"Document {c}"), among.how(c, o) == BY_TEXT)
+        for o, c in current.items()
+        if c is not None
+    }
 
 
 def _superseded(
     item: _Question, versions: DocumentVersions | None, titles: Mapping[int, str]
-) -> dict[int, str]:
+) -> dict[int, _Later]:
     """_older_versions among the documents a question's evidence cites."""
     return _older_versions({f["document_id"] for f in _evidence(item)}, versions, titles)
 
 
 def _named(
-    titles: Mapping[int, str], finding: Mapping[str, Any], older: Mapping[int, str], *, cell: bool = False
+    titles: Mapping[int, str], finding: Mapping[str, Any], older: Mapping[int, _Later], *, cell: bool = False
 ) -> str:
     """A finding's document as a line names it in parentheses ("*Travel Policy 2023*,
-    superseded by *Travel Policy 2025*" where a version the question also cites supersedes it)
-    or a table's cell does ("Travel Policy 2023 (superseded by Travel Policy 2025)")."""
-    current = older.get(finding["document_id"])
-    if cell:
-        return _title(titles, finding) + (f" (superseded by {current})" if current else "")
-    return f"*{_title(titles, finding)}*" + (f", superseded by *{current}*" if current else "")
+    superseded by *Travel Policy 2025*" where a version the question also cites says it
+    supersedes it; "an earlier version of" where only their titles tell) or a table's cell
+    does ("Travel Policy 2023 (superseded by Travel Policy 2025)")."""
+    title = _title(titles, finding)
+    later = older.get(finding["document_id"])
+    if later is None:
+        return title if cell else f"*{title}*"
+    how = "superseded by" if later.said else "an earlier version of"
+    return f"{title} ({how} {later.title})" if cell else f"*{title}*, {how} *{later.title}*"
 
 
 def _versions_lines(
@@ -617,11 +633,20 @@ def _versions_lines(
             olders.setdefault(current, []).append(older)
     lines = []
     for current, older in sorted(olders.items(), key=lambda kv: by_title(kv[0])):
-        said = [f"{name(o)} ({_SUPERSEDES_HOW[among.how(current, o)]})" for o in sorted(older, key=by_title)]
-        listed = said[0] if len(said) == 1 else ", ".join(said[:-1]) + f" and {said[-1]}"
-        lines.append(
-            f"Versions: {name(current)} supersedes {listed}; where they differ, {name(current)} applies."
-        )
+        # What a document's text says is stated; what only titles suggest is said as that.
+        said_in_text = [o for o in sorted(older, key=by_title) if among.how(current, o) == BY_TEXT]
+        by_titles = [o for o in sorted(older, key=by_title) if o not in said_in_text]
+        if said_in_text:
+            lines.append(
+                f"Versions: {name(current)} supersedes {_listed(said_in_text, name, among, current)}; "
+                f"where they differ, {name(current)} applies."
+            )
+        if by_titles:
+            listed = _listed(by_titles, name, among, current)
+            lines.append(
+                f"Versions: {name(current)} looks like a later version of {listed}; "
+                f"if so, where they differ, {name(current)} applies."
+            )
     placed = {d for current, older in olders.items() for d in (current, *older)}
     for a, b in among.unordered:
         if a in placed and b in placed:
@@ -632,6 +657,11 @@ def _versions_lines(
             "applies where they differ could not be told from their titles or text."
         )
     return lines
+
+
+def _listed(older: Sequence[int], name: Callable[[int], str], among: DocumentVersions, current: int) -> str:
+    said = [f"{name(o)} ({_SUPERSEDES_HOW[among.how(current, o)]})" for o in older]
+    return said[0] if len(said) == 1 else ", ".join(said[:-1]) + f" and {said[-1]}"
 
 
 def _evidence(item: _Question) -> list[Mapping[str, Any]]:
@@ -669,8 +699,9 @@ def _analysis(
             by_document.setdefault(finding["document_id"], []).append(finding)
         older = _superseded(item, versions, titles)
         for group in by_document.values():
-            current = older.get(group[0]["document_id"])
-            by = f" (superseded by *{current}*)" if current else ""
+            later = older.get(group[0]["document_id"])
+            how = "superseded by" if later and later.said else "an earlier version of"
+            by = f" ({how} *{later.title}*)" if later else ""
             lines += [f"**{_title(titles, group[0])}**{by}", ""]
             lines += [f"- {_cite(f)}" for f in group]
             lines.append("")

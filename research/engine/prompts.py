@@ -78,7 +78,8 @@ no question's not_addressing; name them under Gaps as not judged, never as lacki
 `versions` holds documents that are versions of one document: in `superseded`, `current` applies
 where it and `older` differ (`by`: "text", one of them says so; "version", "date", their titles'
 version numbers or dates; "draft", the older is a draft); where a question cites both, mark the
-older where you name it and say in the Summary which applies. `unordered` pairs look like versions
+older where you name it and say in the Summary which applies (as the text says, for "text"; as
+what the titles suggest, never as a fact, for the others). `unordered` pairs look like versions
 whose order nothing tells: claim none.
 Every statement of fact carries a citation: wrap it as <cite findings="ID[,ID]">statement</cite>
 with the ids of the findings that support it (call group_findings to see which findings take the

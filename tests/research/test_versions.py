@@ -54,15 +54,20 @@ def test_a_report_citing_two_versions_by_their_titles_says_which_applies(user, c
     _collection(corpus, (older, OLD_RULE), (current, NEW_RULE))
     # when a question both answer is researched
     stored = _run(user, corpus)
-    # then both answers are cited, the older one marked where it is named
+    # then both answers are cited, the older one marked where it is named, and what only the
+    # titles tell is said as that, not as a fact
     content = stored.content
     assert OLD_RULE in content and NEW_RULE in content
-    line = f"Versions: *{current}* supersedes *{older}* ({how}); where they differ, *{current}* applies."
+    line = (
+        f"Versions: *{current}* looks like a later version of *{older}* ({how}); "
+        f"if so, where they differ, *{current}* applies."
+    )
     assert f"    - {line}" in content.splitlines()
-    assert f"| {older} (superseded by {current}) |" in content
-    assert f"(*{older}*, superseded by *{current}*)" in content
+    assert f"| {older} (an earlier version of {current}) |" in content
+    assert f"(*{older}*, an earlier version of *{current}*)" in content
     assert f"| {current} |" in content
-    assert content.count("superseded by") == 2
+    assert content.count("an earlier version of") == 2
+    assert "supersede" not in content
     # and on the report's page the Summary's line sits under its question's
     assert "<ul>\n<li>Versions: <em>" in report_body_html(stored)
 
@@ -135,10 +140,10 @@ def test_a_fast_answer_marks_the_older_version_and_says_which_applies(user, corp
     stored = _run(user, corpus, prompt="travel approval notice")
     # then the answer marks the older version and says which applies
     assert stored.strategy == "fast"
-    assert "(*Travel Policy 2023*, superseded by *Travel Policy 2025*)" in stored.content
+    assert "(*Travel Policy 2023*, an earlier version of *Travel Policy 2025*)" in stored.content
     assert (
-        "Versions: *Travel Policy 2025* supersedes *Travel Policy 2023* (a later date in its title); where "
-        "they differ, *Travel Policy 2025* applies." in stored.content
+        "Versions: *Travel Policy 2025* looks like a later version of *Travel Policy 2023* (a later date in "
+        "its title); if so, where they differ, *Travel Policy 2025* applies." in stored.content
     )
 
 
@@ -187,10 +192,11 @@ def test_a_report_composed_from_findings_marks_versions_by_their_titles():
         note="Composed from the findings recorded before the run ended.",
     )
     # then the older is marked and the Summary says which applies
-    assert "**Data Retention Policy v1** (superseded by *Data Retention Policy v2*)" in report
+    assert "**Data Retention Policy v1** (an earlier version of *Data Retention Policy v2*)" in report
     assert (
-        "    - Versions: *Data Retention Policy v2* supersedes *Data Retention Policy v1* (a higher version "
-        "number in its title); where they differ, *Data Retention Policy v2* applies." in report
+        "    - Versions: *Data Retention Policy v2* looks like a later version of *Data Retention Policy v1* "
+        "(a higher version number in its title); if so, where they differ, *Data Retention Policy v2* "
+        "applies." in report
     )
 
 
@@ -247,8 +253,11 @@ def test_titles_with_markdown_in_them_read_as_written_where_versions_are_named()
     )
     # then the titles are escaped as every title of a report is: no emphasis, no extra cell
     assert (
-        r"    - Versions: *Travel \*Policy\* | Staff v2* supersedes *Travel \*Policy\* | Staff v1* (a higher "
-        r"version number in its title); where they differ, *Travel \*Policy\* | Staff v2* applies."
+        r"    - Versions: *Travel \*Policy\* | Staff v2* looks like a later version of *Travel \*Policy\* | "
+        r"Staff v1* (a higher version number in its title); if so, where they differ, *Travel \*Policy\* | "
+        r"Staff v2* applies."
     ) in report.splitlines()
-    assert r"| Travel \*Policy\* \| Staff v1 (superseded by Travel \*Policy\* \| Staff v2) | " in report
+    assert (
+        r"| Travel \*Policy\* \| Staff v1 (an earlier version of Travel \*Policy\* \| Staff v2) | " in report
+    )
     assert r"| Travel \*Policy\* \| Staff v2 | " in report
