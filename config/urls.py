@@ -27,3 +27,4 @@ urlpatterns = [
 ]
 
 handler400 = "config.errors.bad_request"
+handler403 = "config.errors.permission_denied"

@@ -352,9 +352,11 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "filters": {"forbidden_without_traceback": {"()": "config.errors.ForbiddenWithoutTraceback"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {
+        "django.request": {"filters": ["forbidden_without_traceback"]},
         "sentence_transformers": {"level": "WARNING"},
         "httpx": {"level": "WARNING"},
     },

@@ -272,6 +272,25 @@ def test_only_the_creator_manages(user, other_user):
     assert "Delete this corpus" not in page and "Share with" not in page
 
 
+def test_a_reader_refused_a_creators_action_gets_a_page_saying_why_and_no_traceback_is_logged(
+    user, other_user, caplog
+):
+    # given a corpus shared with bob
+    corpus = corpus_create(creator=user, name="Contracts")
+    corpus_share(user=user, corpus=corpus, username=other_user.username)
+    # when he tries to rename it
+    with caplog.at_level("WARNING", logger="django.request"):
+        response = signed_in(other_user).post(reverse("corpora:rename", args=[corpus.pk]), {"name": "Mine"})
+    # then the site's page says why, with a code, not a bare "403 Forbidden"
+    page = response.content.decode()
+    assert response.status_code == 403
+    assert "<h1>Not allowed</h1>" in page and "/static/" in page
+    assert "Only the corpus&#x27;s creator can do that (permission_denied)" in page
+    # and the refusal is logged as a line, without a traceback (it is no error of the site's)
+    [record] = [r for r in caplog.records if r.name == "django.request"]
+    assert record.getMessage().startswith("Forbidden (Permission denied)") and record.exc_info is None
+
+
 @pytest.mark.parametrize("name", ["research:report-new", "corpora:upload"])
 def test_signing_in_again_to_a_forms_address_opens_the_corpus_page(user, corpus, name):
     # given a form posted after the session ended, sent to sign in with it as `next`
