@@ -34,6 +34,12 @@ def test_home_needs_a_sign_in(db):
     assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
 
 
+def test_a_new_users_home_names_them_in_the_command_that_adds_documents_for_them(browser, user):
+    # the ingest command acts as --user (default deepcite): without it, the corpus is not theirs
+    page = browser.get("/").content.decode()
+    assert "<code>manage.py ingest FOLDER --corpus NAME --user alice</code>" in page
+
+
 def test_home_lists_own_and_shared_corpora_and_not_anyone_elses(browser, user, other_user):
     mine = corpus_create(creator=user, name="Supplier contracts")
     ingest_samples(mine)

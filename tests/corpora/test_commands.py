@@ -128,8 +128,13 @@ def test_search_errors_are_one_line_with_a_code(folder):
 def test_another_users_corpus_is_not_found_by_name(folder):
     run("ingest", str(folder), "--corpus", "Legal", "--user", "alice", status=1)
 
-    with pytest.raises(CommandError, match=r"\[corpus_not_found\]"):
+    with pytest.raises(CommandError) as error:
         run("search", "--corpus", "Legal", "Delaware", "--user", "mallory")
+    # and the error says for whom, and how to name the owner (a corpus made on the site is theirs)
+    assert str(error.value) == (
+        "[corpus_not_found] corpus 'Legal' not found for user 'mallory'; "
+        "name the account that owns or reads it with --user NAME"
+    )
 
 
 @pytest.mark.django_db

@@ -7,6 +7,7 @@ from django.conf import settings
 from django.core.management.base import CommandError
 
 from config.exceptions import ApplicationError
+from corpora.exceptions import CorpusNotFound
 from corpora.models import Corpus
 from corpora.selectors import cli_user_get, corpus_get_for_user
 
@@ -46,5 +47,11 @@ def corpus_for_cli(username: str, ref: str) -> Corpus:
         if ref.isdigit():
             return corpus_get_for_user(user=user, corpus_id=int(ref))
         return corpus_get_for_user(user=user, name=ref)
+    except CorpusNotFound as error:
+        # A corpus made on the site is its user's: the commands act as --user (default deepcite).
+        raise CommandError(
+            f"[{error.code}] corpus {ref!r} not found for user {username!r}; "
+            "name the account that owns or reads it with --user NAME"
+        ) from error
     except ApplicationError as error:
         raise fail(error) from error
