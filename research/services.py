@@ -824,7 +824,7 @@ def _final_state(
     used as it is; every other ending is composed from the findings."""
     cancelling = report.status in (ReportStatus.CANCELLING, ReportStatus.QUEUED) or report.cancel_requested
     if outcome == Outcome.CANCELLED or (cancelling and outcome != Outcome.FAILED):
-        return ReportStatus.CANCELLED, [], "", _draft_from_findings(report)
+        return ReportStatus.CANCELLED, [], "", _draft_of_cut_short_run(report, "was cancelled", "resume it")
     if outcome == Outcome.COMPLETED:
         if draft and draft.strip():
             return ReportStatus.COMPLETED, [], "", draft
@@ -838,7 +838,9 @@ def _final_state(
             ReportStatus.FAILED,
             [warning],
             f"The research budget ({budget or 'steps'}) ran out before any finding was recorded.",
-            _draft_from_findings(report),
+            _draft_of_cut_short_run(
+                report, f"ran out of its budget ({budget or 'steps'})", "resume it with a larger budget"
+            ),
         )
     error = error or "The research run failed."
     return ReportStatus.FAILED, [], error, _draft_of_failed_run(report, error)
@@ -860,6 +862,23 @@ def _draft_of_failed_run(report: ResearchReport, error: str) -> str:
         f"The research run failed before it recorded any finding: {why}\n\n"
         "This says nothing of whether the corpus answers the question: run it again once the "
         "failure is resolved.\n"
+    )
+
+
+def _draft_of_cut_short_run(report: ResearchReport, ended: str, advice: str) -> str:
+    """A run cancelled or out of budget before it finished: its findings, said to be only what
+    it recorded; with none, that it recorded none, never that the corpus has no answer."""
+    if report.findings:
+        return _draft_from_findings(
+            report,
+            note=f"The research run {ended} before it finished: this is what it recorded before; a "
+            "question without findings here was not fully researched, not found unanswered.",
+            unfinished=True,
+        )
+    return (
+        f"# {' '.join(report.title.split())}\n\n"
+        f"The research run {ended} before it recorded any finding.\n\n"
+        f"This says nothing of whether the corpus answers the question: {advice} to research it.\n"
     )
 
 

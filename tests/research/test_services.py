@@ -184,6 +184,9 @@ def test_cancel_queued_ends_cancelled_at_once_and_notifies(user, report):
     notification = Notification.objects.get(recipient=user)
     assert notification.kind == NotificationKind.RESEARCH_REPORT_CANCELLED
     assert notification.data["status"] == "CANCELLED"
+    # and its body says it was cancelled before it found anything, not that the corpus has nothing
+    assert "The research run was cancelled before it recorded any finding." in stored.content
+    assert "no verbatim support" not in stored.content
 
 
 def test_cancel_running_asks_the_run_to_stop(user, report):
