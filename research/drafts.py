@@ -223,7 +223,10 @@ def _summary(
         notes += _weak_evidence(q.question, evidence)
         if notes:
             head += f" ({'; '.join(notes)})"
-        shown = _positions_text(item, positions, count if q.swept and q.documents_examined else None)
+        # A lone finding's answer is its quote itself, not a position among others.
+        shown = _among_others(item, positions) and _positions_text(
+            item, positions, count if q.swept and q.documents_examined else None
+        )
         if shown:
             lines.append(f"- **{_one_line(q.question)}** {head}. Positions: {shown}.")
         else:
@@ -429,7 +432,7 @@ def _key_findings(
     grouped = [
         (item, positions[item.summary.index])
         for item in by_index.values()
-        if positions.get(item.summary.index)
+        if _among_others(item, positions)
     ]
     if not grouped:
         return []
@@ -465,6 +468,13 @@ def _examples(members: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, An
     for finding in members:
         same.setdefault(_one_line(finding["claim"]).lower(), []).append(finding)
     return list(same.values())[:GROUP_EXAMPLES]
+
+
+def _among_others(item: _Question, positions: Mapping[int, Sequence[Position]]) -> bool:
+    """Whether the question's positions group more than one finding: a lone finding (one
+    document answers a swept question) has its position in its table row and its quote in the
+    Summary, not a Key findings group of one."""
+    return sum(len(group.finding_ids) for group in positions.get(item.summary.index, ())) > 1
 
 
 def _shown_in_key_findings(item: _Question, positions: Mapping[int, Sequence[Position]]) -> set[int]:

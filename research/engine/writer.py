@@ -20,7 +20,9 @@ from research.engine.versions import DocumentVersions
 
 OFFLINE_WRITER = "deepcite-offline-writer"
 EXTRACTIVE_NOTE = "Extractive report by the Deepcite offline engine: each finding quotes the corpus verbatim."
-GROUP_MIN_FINDINGS = 2
+# A swept question's findings are grouped by position even when one document answers it: its
+# table row and the exports then name the position its quote takes.
+GROUP_MIN_FINDINGS = 1
 _CITED_FINDINGS = re.compile(r"""<cite\b[^>]*\bfindings\s*=\s*["']([^"']*)["']""", re.IGNORECASE)
 
 

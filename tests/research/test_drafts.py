@@ -737,10 +737,11 @@ def test_a_long_claim_is_shortened_in_the_table_and_whole_elsewhere():
         positions={0: [Position("words", [1])]},
     )
 
-    # then the table's cell holds its first 30 words, the Key findings all of them
+    # then the table's cell holds its first 30 words, the Summary (which quotes a lone
+    # document's answer) all of them
     first = " ".join(f"word{n}" for n in range(30))
     assert f'| Alpha NDA | words | <cite findings="1">{first} \u2026</cite> |' in report
-    assert f'- <cite findings="1">{claim}</cite> (*Alpha NDA*)' in report
+    assert f'<cite findings="1">{claim}</cite>' in "\n".join(_section(report, "## Summary"))
 
 
 def test_a_long_claim_shows_in_the_table_the_words_that_answer_the_question():

@@ -737,6 +737,26 @@ def test_the_answers_give_each_document_the_position_its_table_row_shows(user, c
     assert {d["document_id"] for d in answer["documents"] if d["addresses"]} == set(documents[:3])
 
 
+def test_a_question_one_document_answers_gives_it_a_position_too(user, corpus):
+    # given six agreements, one of which requires insurance
+    documents = ingest_agreements(corpus, 6, insured=1)
+    report = report_start(user=user, corpus=corpus, prompt="Which agreements require insurance?")
+    # when the run executes
+    report_run(report_id=report.pk)
+    # then its row names the position its quote takes, as the exports do, and the Summary
+    # quotes it (no positions among documents to count)
+    stored = ResearchReport.objects.get(pk=report.pk)
+    rows = _section_lines(stored.content, "## Documents: Which agreements require insurance?")
+    [row] = [row for row in rows if row.startswith("| agreement-")]
+    position = row.split(" | ")[1]
+    assert position == "Supplier shall maintain commercial general liability"
+    [answer] = report_answers_data(report=stored)["answers"]
+    [addressing] = [d for d in answer["documents"] if d["addresses"]]
+    assert (addressing["document_id"], addressing["position"]) == (documents[0], position)
+    assert "1 of 6 documents examined address it: The Supplier shall maintain" in stored.content
+    assert "## Key findings" not in stored.content
+
+
 def test_a_document_denying_what_is_asked_takes_a_position_saying_so(user, corpus):
     # given four agreements letting either party terminate for convenience and one that says
     # neither party may
