@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from asgiref.sync import async_to_sync
 from django.conf import settings
 from pydantic_ai.models import Model, infer_model
 from pydantic_ai.models.fallback import FallbackModel
@@ -112,7 +113,27 @@ def _provider_model(spec: str, *, shared_client: bool) -> tuple[Model, Callable[
     try:
         return infer_model(spec), None
     except Exception as exc:  # unknown provider prefix, missing API key, missing extra
-        raise ModelConfigurationError(f"cannot use model {masked_spec(spec)!r}: {exc}") from exc
+        raise ModelConfigurationError(
+            f"cannot use model {masked_spec(spec)!r}: {_first_sentence(exc)}"
+        ) from exc
+
+
+def _first_sentence(exc: Exception) -> str:
+    """What a provider library's error says first ("Set the `OPENAI_API_KEY` environment variable
+    ..."), without the tips and documentation links it goes on with."""
+    text = " ".join(str(exc).split())
+    end = re.search(r"[.!?](?=\s)", text)
+    return text[: end.end()] if end else text
+
+
+def model_check(spec: str) -> None:
+    """Raise ModelConfigurationError if `spec` (one model or a fallback chain) cannot be used as
+    configured: an unknown provider, a missing API key or base URL. No request is made."""
+    for member in (m.strip() for m in spec.split(",")):
+        if member and member != OFFLINE:
+            _model, aclose = _provider_model(member, shared_client=False)
+            if aclose is not None:
+                async_to_sync(aclose)()
 
 
 @functools.lru_cache(maxsize=8)

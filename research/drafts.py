@@ -430,9 +430,7 @@ def _key_findings(
     versions: DocumentVersions | None = None,
 ) -> list[str]:
     grouped = [
-        (item, positions[item.summary.index])
-        for item in by_index.values()
-        if _among_others(item, positions)
+        (item, positions[item.summary.index]) for item in by_index.values() if _among_others(item, positions)
     ]
     if not grouped:
         return []

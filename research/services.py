@@ -24,6 +24,7 @@ from conversations.models import ChatMessage, Conversation, MessageRole
 from conversations.services import chat_message_append
 from corpora.exceptions import CorpusNotFound
 from corpora.models import Corpus, Document
+from llms.providers import OFFLINE, ModelConfigurationError, model_check
 from notifications.services import notification_create_for_report
 from research.citations import citations_render, draft_passage_ids, markdown_literal
 from research.constants import (
@@ -122,6 +123,7 @@ def report_start(
     breadth = _breadth(preset.breadth if breadth is None else breadth)
     time_limit = _time_limit(preset.time_limit_seconds if time_limit_seconds is None else time_limit_seconds)
     model = _model_spec(model)
+    _models_usable(model)
     scope = _document_scope(corpus, document_ids)
     if conversation is not None and (
         conversation.creator_id != user.pk or conversation.corpus_id != corpus.pk
@@ -227,6 +229,22 @@ def _model_spec(model: str | None) -> str:
             field="model",
         )
     return model
+
+
+def _models_usable(model: str) -> None:
+    """Refuse a run whose models cannot be used as configured (an unknown provider, a missing
+    API key), before it is queued: not a run that fails at its first step."""
+    lead = (model or settings.RESEARCH_MODEL or OFFLINE).strip()
+    worker = (model or settings.RESEARCH_WORKER_MODEL or lead).strip()
+    for spec in dict.fromkeys((lead, worker)):
+        try:
+            model_check(spec)
+        except ModelConfigurationError as error:
+            which = "this model" if model else "RESEARCH_MODEL / RESEARCH_WORKER_MODEL"
+            raise ModelConfigurationError(
+                f"{error.message.rstrip('.')}. The server's {which} needs fixing (or use offline).",
+                field="model" if model else None,
+            ) from error
 
 
 # A title made from the prompt is at most this long (a given one may take TITLE_MAX_CHARS).

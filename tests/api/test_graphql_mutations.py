@@ -532,8 +532,9 @@ START_OVERRIDES = """mutation($c: ID!, $p: String!, $b: Int, $time: Int, $model:
 }"""
 
 
-def test_start_takes_per_request_breadth_time_limit_and_model(gql, corpus, settings):
+def test_start_takes_per_request_breadth_time_limit_and_model(gql, corpus, settings, monkeypatch):
     settings.RESEARCH_ALLOWED_MODELS = ["openai:gpt-4o-mini"]
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # the model is usable as configured
     payload = gql.data(
         START_OVERRIDES,
         {"c": gid("Corpus", corpus.pk), "p": "liability", "b": 2, "time": 120, "model": "openai:gpt-4o-mini"},

@@ -72,13 +72,44 @@ def test_settings_cap_the_presets_token_and_time_budgets(user, corpus, settings)
     assert (stored.token_limit, stored.time_limit_seconds) == (1_000, 120)
 
 
-def test_a_request_overrides_breadth_time_limit_and_model(user, corpus, settings):
+def test_a_request_overrides_breadth_time_limit_and_model(user, corpus, settings, monkeypatch):
     settings.RESEARCH_ALLOWED_MODELS = ["openai:gpt-4o-mini"]
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")  # the model is usable as configured
     report = report_start(
         user=user, corpus=corpus, prompt="x", breadth=2, time_limit_seconds=90, model="openai:gpt-4o-mini"
     )
     stored = ResearchReport.objects.get(pk=report.pk)
     assert (stored.breadth, stored.time_limit_seconds, stored.model) == (2, 90, "openai:gpt-4o-mini")
+
+
+@pytest.mark.parametrize(
+    ("configured", "said"),
+    [
+        ("nonsense", "cannot use model 'nonsense': Unknown model: nonsense."),
+        (
+            "openai:gpt-4o-mini",
+            "cannot use model 'openai:gpt-4o-mini': Set the `OPENAI_API_KEY` environment variable or pass "
+            "it via `OpenAIProvider(api_key=...)` to use the OpenAI provider.",
+        ),
+        ("openai-compatible:", "'openai-compatible:' needs a model name and LLM_BASE_URL (or @URL)."),
+    ],
+)
+def test_a_run_whose_model_cannot_be_used_is_refused_before_it_is_queued(
+    user, corpus, settings, monkeypatch, configured, said
+):
+    # given a server whose configured model cannot be used: unknown, or its API key missing
+    settings.RESEARCH_MODEL = configured
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    # when a run is asked for
+    with pytest.raises(ApplicationError) as refused:
+        report_start(user=user, corpus=corpus, prompt="liability")
+    # then it is refused at once with a short message naming what to fix, and nothing is queued
+    assert refused.value.code == "model_not_configured"
+    assert refused.value.message == (
+        f"{said} The server's RESEARCH_MODEL / RESEARCH_WORKER_MODEL needs fixing (or use offline)."
+    )
+    assert "http" not in refused.value.message
+    assert not ResearchReport.objects.exists()
 
 
 @pytest.mark.parametrize(
