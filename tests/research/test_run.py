@@ -1503,7 +1503,8 @@ def test_the_report_page_says_how_the_engine_answered_and_how_far_a_run_has_got(
     client.force_login(user)
     url = reverse("research:report-detail", kwargs={"slug": report.slug})
     html = " ".join(client.get(url).content.decode().split())
-    assert "· deep research ·" in html
+    # (how it answered, not a second depth: "depth shallow · deep research" read as a contradiction)
+    assert "depth standard · planned research ·" in html
     assert "This report is running, sweeping (level 1 of 2), 8 of 20 documents swept" in html
 
     # and, before a draft, how many turned-down documents the judge is reading again
