@@ -535,12 +535,12 @@ class _FootnoteRenderer:
             lines.append(
                 f"[^{citation['footnote']}]: *{markdown_inline(citation['document_title'])}* "
                 f"({markdown_inline(citation['source_name'])}){where}, "
-                f"{_passage_label(citation)}{quote}"
+                f"{passage_label(citation)}{quote}"
             )
         return "\n".join(lines)
 
 
-def _passage_label(citation: dict[str, Any]) -> str:
+def passage_label(citation: dict[str, Any]) -> str:
     """ "passage 3 (id 617)": its place in its document, which a reader can count to, and the id
     the API and the document view know it by ("passage 617" alone read as the 617th of a
     document of twenty). A citation from before positions were kept shows its id alone."""

@@ -12,7 +12,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 
 from corpora.highlight import passage_marked_html
-from research.citations import SOURCES_HEADING
+from research.citations import SOURCES_HEADING, passage_label
 from research.models import ResearchReport
 
 _MARKER = re.compile(r"\[\^(\d+)\]")
@@ -51,6 +51,7 @@ _ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "sup": {"id"}, "th": {"align"}, "
 class SourceView:
     footnote: int
     passage_id: int
+    label: str  # "passage 3 (id 617)", as the report's Markdown and exports say it
     document_title: str
     source_name: str
     page: int | None
@@ -115,6 +116,7 @@ def report_sources(report: ResearchReport) -> list[SourceView]:
             SourceView(
                 footnote=citation["footnote"],
                 passage_id=citation["passage_id"],
+                label=passage_label(citation),
                 document_title=citation.get("document_title") or (passage.document.title if passage else ""),
                 source_name=citation.get("source_name") or (passage.document.source_name if passage else ""),
                 page=citation.get("page"),

@@ -229,6 +229,8 @@ def test_a_source_whose_document_was_deleted_shows_the_quote_the_report_kept(bro
     # then that source's panel holds the kept quote, saying the document is gone
     source = page.split(f'id="source-{cited["footnote"]}"', 1)[1].split("</li>", 1)[0]
     assert f"<mark>{cited['quote']}</mark>" in source
+    # and it names the passage as the Markdown and the exports do: its place, then its id
+    assert f"passage {cited['passage_number']} (id {cited['passage_id']})" in source
     assert "The document has been deleted since" in source
     # (the suite-wide check reads each cited passage from the database: this one is gone by design)
     report.delete()
