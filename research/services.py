@@ -133,8 +133,7 @@ def report_start(
         )
 
     with transaction.atomic():
-        if ResearchReport.objects.filter(creator=user, corpus=corpus, status__in=_ACTIVE).exists():
-            raise ReportAlreadyActive(_ALREADY_ACTIVE, field="corpus_id")
+        _no_active_run(creator_id=user.pk, corpus_id=corpus.pk, field="corpus_id")
         _active_runs_below_cap(user_id=user.pk, field="corpus_id")
         try:
             with transaction.atomic():
@@ -165,6 +164,24 @@ def report_start(
 
 _ACTIVE = [ReportStatus.QUEUED, ReportStatus.RUNNING, ReportStatus.CANCELLING]
 _ALREADY_ACTIVE = "a research run on this corpus is already in progress; wait for it or cancel it"
+
+
+def _no_active_run(*, creator_id: int, corpus_id: int, field: str) -> None:
+    """Refuse a second run on a corpus while the user's first is queued or running, naming that
+    one (its title and page), so that they can go to it."""
+    active = (
+        ResearchReport.objects.filter(creator=creator_id, corpus=corpus_id, status__in=_ACTIVE)
+        .values_list("title", "slug")
+        .first()
+    )
+    if active is not None:
+        title, slug = active
+        page = reverse("research:report-detail", kwargs={"slug": slug})
+        raise ReportAlreadyActive(
+            f"a research run on this corpus is already in progress (\u201c{title}\u201d, {page}); "
+            "wait for it or cancel it",
+            field=field,
+        )
 
 
 def _active_runs_below_cap(*, user_id: int, field: str) -> None:
@@ -400,10 +417,7 @@ def report_resume(*, user: AbstractBaseUser, report_id: int) -> ResearchReport:
     if not report.creator.has_perm(VIEW_CORPUS, report.corpus):
         # The corpus is no longer shared with its creator: the run would fail at its start.
         raise CorpusNotFound("corpus not found", field="id")
-    if ResearchReport.objects.filter(
-        creator=report.creator_id, corpus=report.corpus_id, status__in=_ACTIVE
-    ).exists():
-        raise ReportAlreadyActive(_ALREADY_ACTIVE, field="id")
+    _no_active_run(creator_id=report.creator_id, corpus_id=report.corpus_id, field="id")
     try:
         with transaction.atomic():
             _active_runs_below_cap(user_id=report.creator_id, field="id")

@@ -197,12 +197,14 @@ def test_a_second_start_while_one_is_active_is_already_in_progress(gql, corpus):
     first = start(gql, gid("Corpus", corpus.pk))
     # when
     second = start(gql, gid("Corpus", corpus.pk), prompt="Something else")
-    # then
+    # then it is refused, naming the run in progress and its page
     assert first["errors"] == []
+    running = ResearchReport.objects.get()
     assert second == {
         "errors": error(
             "corpusId",
-            "a research run on this corpus is already in progress; wait for it or cancel it",
+            f"a research run on this corpus is already in progress (\u201c{running.title}\u201d, "
+            f"/reports/{running.slug}/); wait for it or cancel it",
             "research_already_in_progress",
         ),
         "report": None,
