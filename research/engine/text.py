@@ -169,12 +169,14 @@ _FRAMED_PAIR = re.compile(
 _ENUMERATION = re.compile(r",\s*(?:and\s+|or\s+)?|\s+and\s+(?=[^,]*$)", re.IGNORECASE)
 # A sentence ends at a full stop (or ? ! ; :) before a capital or a digit, at a blank line, before
 # a line opening with a bullet or an item mark, and at a full stop before an item mark ("...
-# hereto. (d) No Third Party Beneficiaries." is two).
+# hereto. (d) No Third Party Beneficiaries." is two; "... under this Agreement. b. The Supplier"
+# too, the mark not the end of the sentence before it).
 # An item mark opening a line ("(a) ", "12. ") starts a sentence after a line that ends one or
 # a clause (", and"), or before a capital: "... in the twelve\n(12) months preceding" is one.
 _ITEM = r"\(?[a-z0-9]{1,3}[.)]\s"
 _SENTENCE_END = re.compile(
-    r"(?<=[.!?;:])\s+(?=[\"'(\[]?[A-Z0-9])|(?<=\.)\s+(?=\([a-z]{1,3}\)\s)|\n\s*\n|"
+    r"(?<=[.!?;:])\s+(?=[\"'(\[]?[A-Z0-9])|(?<=\.)\s+(?=\([a-z]{1,3}\)\s)|"
+    r"(?<=\.)\s+(?=(?:[a-z]|[ivx]{2,4})\.\s+[A-Z])|\n\s*\n|"
     rf"\n(?=\s*[-*\u2022]\s)|(?<=[.:;,])\n(?=\s*{_ITEM})|(?<=\band)\n(?=\s*{_ITEM})|"
     rf"(?<=\bor)\n(?=\s*{_ITEM})|\n(?=\s*{_ITEM}\s*[\"'(\[]?[A-Z])"
 )

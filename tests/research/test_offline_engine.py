@@ -587,6 +587,20 @@ def test_an_item_mark_after_a_full_stop_starts_a_sentence_and_a_list_inside_one_
     assert sentences(listed) == [listed]
 
 
+def test_a_lettered_item_mark_after_a_full_stop_is_not_the_end_of_the_sentence_before_it():
+    # given clauses marked "b." and "ii." run in after full stops, and "i.e." inside a sentence
+    text = (
+        "The Supplier bears the risks posed under this Agreement. b. The Customer shall pay each "
+        "invoice within thirty days. ii. Late payments bear interest, i.e. one percent a month."
+    )
+    # then each sentence ends at its own full stop, the next one's mark not glued to it (nor quoted)
+    assert [s for s in sentences(text) if "Agreement" in s or "invoice" in s] == [
+        "The Supplier bears the risks posed under this Agreement.",
+        "The Customer shall pay each invoice within thirty days.",
+    ]
+    assert sentences(text)[-1].endswith("i.e. one percent a month.")
+
+
 def test_a_number_wrapped_to_the_start_of_a_line_goes_on_with_its_sentence():
     # given a PDF's hard-wrapped clause whose next line opens with "(12)", and a real list
     wrapped = (
