@@ -142,8 +142,10 @@ _ELLIPSIS = re.compile(
 )
 # "Which agreements have X, and which have Y?": a second question whose subject is the first's
 # documents.
+# Only "which" stands for the first question's documents: "and what is the liability cap in each
+# agreement?" asks a thing, a question of its own.
 _ELLIPTICAL_SUBJECT = re.compile(
-    rf"^(?:which|what)\s+(?P<rest>(?:{_CLAUSE_VERBS}|do|does|don't|doesn't|are|is|can|may|must|shall|"
+    rf"^which\s+(?P<rest>(?:{_CLAUSE_VERBS}|do|does|don't|doesn't|are|is|can|may|must|shall|"
     r"should|will|would|lacks?)\b.+)$",
     re.IGNORECASE,
 )

@@ -22,6 +22,10 @@ from research.engine.text import (
     without_words,
 )
 
+CALIFORNIA_AND_CAP = (
+    "Which agreements are governed by California law, and what is the liability cap in each agreement?"
+)
+
 
 @pytest.mark.parametrize(
     ("prompt", "questions"),
@@ -120,6 +124,12 @@ from research.engine.text import (
         (
             "Which NDAs allow disclosure to employees, and which require the employees to sign?",
             ["Which NDAs allow disclosure to employees?", "Which NDAs require the employees to sign?"],
+        ),
+        # "what" asks a thing, never stands for the documents: "Which agreements is the liability
+        # cap ...?" was a question no one asked; this one asks the cap of the agreements found
+        (
+            CALIFORNIA_AND_CAP,
+            [CALIFORNIA_AND_CAP],
         ),
         # an enumeration's item pointing back is no subject of its own
         (
