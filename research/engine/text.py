@@ -222,6 +222,13 @@ def request_segments(prompt: str) -> list[str]:
     completed, and a request for documents asked as the question it is."""
     text = _LEAD_IN.sub("", prompt.strip(), count=1)
     led = text != prompt.strip()
+    lead_in = prompt.strip()[: len(prompt.strip()) - len(text)]
+    if re.search(r"\b(?:can|could|would)\s+you\b", lead_in, re.IGNORECASE) and not _QUESTION_START.match(
+        text
+    ):
+        # "Can you research X and Y?": the question mark is the polite request's, not a question
+        # of X and Y's (which would keep an enumeration from being one).
+        text = text.rstrip().rstrip("?").rstrip()
     text = _FOLLOWING.sub("", text, count=1)
     segments = []
     led_segments: set[int] = set()  # those after a lead-in of their sentence ("I need to know ...")

@@ -131,6 +131,12 @@ CALIFORNIA_AND_CAP = (
             CALIFORNIA_AND_CAP,
             [CALIFORNIA_AND_CAP],
         ),
+        # the question mark of "can you ...?" is the polite request's: the list is still a list
+        (
+            "Can you research the liability caps, the termination rights and the governing law?",
+            ["the liability caps", "the termination rights", "the governing law"],
+        ),
+        ("Could you look into which agreements cap liability?", ["Which agreements cap liability?"]),
         # an enumeration's item pointing back is no subject of its own
         (
             "Please research our parental leave entitlements, and whether they changed over time.",
