@@ -111,10 +111,11 @@ def compose_report(
     the gaps only. `not_planned`: parts of the request beyond the run's breadth, named in Gaps.
     `named`: the titles of the documents the request names, which alone the run searched.
     `corrections`: the request's misspelt words, [typed, read as]. `unfinished`: the run failed
-    before it finished, so a question without findings was not researched to its end (Gaps
-    says so, not that nothing supports an answer). `versions`: which documents are versions of
-    one document (research.engine.versions); where a question cites two, the older is marked
-    where it is named and the Summary says which applies."""
+    or was cut short (cancelled, out of budget) before it finished, so a question without
+    findings was not researched to its end (Gaps says so, not that nothing supports an answer).
+    `versions`: which documents are versions of one document (research.engine.versions); where
+    a question cites two, the older is marked where it is named and the Summary says which
+    applies."""
     by_index = _assign(questions, findings)
     titles = {int(k): v for k, v in document_titles.items()}
     versions = versions or DocumentVersions()
@@ -773,7 +774,8 @@ def _gaps(
             )
         elif not _evidence(item) and not absence and q.question != OTHER_FINDINGS:
             lines.append(
-                f"- {_one_line(q.question)}: not researched to its end before the run failed; no finding yet."
+                f"- {_one_line(q.question)}: not researched to its end before the run stopped; "
+                "no finding yet."
                 if unfinished
                 else f"- {_one_line(q.question)}: no passage retrieved in this run supports an answer."
             )

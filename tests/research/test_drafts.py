@@ -631,7 +631,7 @@ def test_a_failed_runs_question_without_findings_is_not_said_unanswered():
 
     # then Gaps says the second was not researched to its end, not that nothing answers it
     gaps = _section(draft, "## Gaps")
-    assert f"- {SOLICIT_QUESTION}: not researched to its end before the run failed; no finding yet." in gaps
+    assert f"- {SOLICIT_QUESTION}: not researched to its end before the run stopped; no finding yet." in gaps
     assert "supports an answer" not in draft
 
 

@@ -303,6 +303,8 @@ def test_cancel_mid_run_stops_at_the_next_step_and_keeps_findings(user, corpus, 
     assert [f["claim"] for f in stored.findings] == ["Damages excluded."]
     assert stored.model_usage["roles"]["researcher"]["requests"] <= 4
     assert "Damages excluded.[^1]" in stored.content
+    # and the report says the run was cut short, so a question without findings is no answer
+    assert "*The research run was cancelled before it finished: this is what it recorded" in stored.content
     assert_closed_citation_graph(stored)
     assert Notification.objects.get(recipient=user).kind == NotificationKind.RESEARCH_REPORT_CANCELLED
 
