@@ -378,6 +378,29 @@ class DocumentEvidence:
     hits: list[tuple[Passage, DocumentHit]]
 
 
+# A name held by at most this many documents names them (a request or a chat question naming
+# "the Cheetah Mobile agreement" is asked of it); a name's passages are read this deep.
+NAMED_DOCUMENTS_MAX = 2
+NAMED_SEARCH_DEPTH = 200
+
+
+def documents_named(
+    *, corpus: Corpus, names: Sequence[str], document_ids: Sequence[int] | None = None
+) -> list[int]:
+    """The documents `names` name: those holding a name that at most NAMED_DOCUMENTS_MAX
+    documents (of `document_ids`, else the corpus) hold ("Cheetah", not "Mobile" nor
+    "Agreement"), when they are that few in all; else none."""
+    named: set[int] = set()
+    for name in dict.fromkeys(names):
+        hits = passage_search(
+            corpus=corpus, query=name, top_k=NAMED_SEARCH_DEPTH, document_ids=document_ids, mode="lexical"
+        )
+        holding = {hit.passage.document_id for hit in hits}
+        if 0 < len(holding) <= NAMED_DOCUMENTS_MAX:
+            named |= holding
+    return sorted(named) if len(named) <= NAMED_DOCUMENTS_MAX else []
+
+
 def passage_search_by_document(
     *,
     corpus: Corpus,

@@ -25,6 +25,7 @@ from corpora.passage_views import passage_view
 from corpora.retrieval.spelling import Correction
 from corpora.selectors import (
     document_list,
+    documents_named,
     documents_naming,
     passage_exact_search,
     passage_neighbours,
@@ -89,12 +90,6 @@ class SweepEvidence:
     # per question: the document's best sentence's similarity to the question's feedback
     # reference, relative to the reference's best (research.engine.feedback); None without one
     feedback: list[float | None]
-
-
-# A name held by at most this many documents names them (research.engine.orchestrator scopes a
-# request naming them to them); the lexical search reading a name's passages goes this deep.
-NAMED_DOCUMENTS_MAX = 2
-NAMED_SEARCH_DEPTH = 200
 
 
 @dataclass
@@ -383,25 +378,13 @@ class RunStore:
     async def named_documents(self, *, names: Sequence[str]) -> list[int]:
         """The documents a request names ("the Cheetah Mobile cooperation agreement", "the
         Vapotherm agreement"): those holding a name from `names` that at most
-        NAMED_DOCUMENTS_MAX documents of the run hold ("Cheetah", not "Mobile" nor "Agreement"),
-        when they are that few in all; else none. One tool call."""
+        NAMED_DOCUMENTS_MAX documents of the run hold (corpora.selectors.documents_named). One
+        tool call."""
         self.budget.take_tool_calls()
 
         def work() -> list[int]:
             started = perf_counter()
-            named: set[int] = set()
-            for name in dict.fromkeys(names):
-                hits = passage_search(
-                    corpus=self.corpus,
-                    query=name,
-                    top_k=NAMED_SEARCH_DEPTH,
-                    document_ids=self.document_ids,
-                    mode="lexical",
-                )
-                holding = {hit.passage.document_id for hit in hits}
-                if 0 < len(holding) <= NAMED_DOCUMENTS_MAX:
-                    named |= holding
-            found = sorted(named) if len(named) <= NAMED_DOCUMENTS_MAX else []
+            found = documents_named(corpus=self.corpus, names=names, document_ids=self.document_ids)
             self._log(
                 ToolCall("named_documents", {"names": len(names)}, _ms(started), f"{len(found)} documents")
             )
