@@ -12,9 +12,11 @@ from config.exceptions import ApplicationError
 from conversations.models import ChatMessage, Conversation
 from corpora.models import Corpus
 from corpora.passage_views import passage_view
-from corpora.selectors import passage_search
+from corpora.selectors import documents_named, passage_search
 from llms.prompts import untrusted_json
 from research.citations import markdown_literal
+from research.engine.intent import names_the_collection
+from research.engine.text import proper_names, without_names
 from research.exceptions import ReportAlreadyActive
 from research.models import ResearchReport
 from research.services import report_start
@@ -45,14 +47,23 @@ chat_agent = Agent(deps_type=ChatDeps, output_type=str, instructions=CHAT_INSTRU
 
 @chat_agent.tool
 async def search_passages(ctx: RunContext[ChatDeps], query: str, top_k: int = 5) -> str:
-    """Search the corpus; returns passages (id, document, page, text), best first."""
+    """Search the corpus; returns passages (id, document, page, text), best first. A query
+    naming a party or a name one or two documents hold ("the Globex agreement") is searched in
+    those documents only."""
     deps = ctx.deps
 
     def run() -> str:
+        top = max(1, min(top_k, CHAT_SEARCH_TOP_K_MAX))
         try:
-            hits = passage_search(
-                corpus=deps.corpus, query=query, top_k=max(1, min(top_k, CHAT_SEARCH_TOP_K_MAX))
-            )
+            names = [] if names_the_collection(query) else proper_names(query)
+            named = documents_named(corpus=deps.corpus, names=names) if names else []
+            if named:
+                # As a research run asks a request naming documents: of them, without the names
+                # (which their every passage need not say).
+                asked = without_names(query, names).strip() or query
+                hits = passage_search(corpus=deps.corpus, query=asked, top_k=top, document_ids=named)
+            else:
+                hits = passage_search(corpus=deps.corpus, query=query, top_k=top)
         except ApplicationError as exc:
             return f"error[{exc.code}]: {exc.message}"
         # Passage texts are untrusted: "<" escaped, so none can close a frame or open a tag.

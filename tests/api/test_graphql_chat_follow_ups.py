@@ -179,3 +179,14 @@ def test_a_notice_is_not_the_question_before_and_a_research_request_stays_as_typ
     )
     assert research["report"] is not None
     assert ResearchReport.objects.get().prompt == "please research it for Globex"
+
+
+def test_a_question_naming_an_agreement_is_answered_from_that_agreement_alone(gql, corpus, agreements):
+    # when a question names one agreement ("the Globex agreement") of a corpus where another
+    # has a clause of the same words
+    [reply] = conversation_of(gql, corpus, "What is the notice period for terminating the Globex agreement?")
+    # then every passage quoted is Globex's: the search was of the document the name names
+    quoted = answered(reply)
+    assert quoted and quoted[0].startswith(GLOBEX_NOTICE)
+    assert {cited_document(reply, n) for n in range(1, len(quoted) + 1)} == {agreements["Globex"]}
+    assert ACME_NOTICE not in reply
