@@ -171,9 +171,12 @@ def corpus_unshare(*, user: AbstractBaseUser, corpus: Corpus, username: str) -> 
 
 def _share_target(*, user: AbstractBaseUser, corpus: Corpus, username: str) -> AbstractBaseUser:
     _corpus_check_creator(user=user, corpus=corpus)
-    grantee = user_get_active(username=(username or "").strip())
+    name = (username or "").strip()
+    grantee = user_get_active(username=name)
     if grantee is None:
-        raise ShareUserNotFound("no such user", field="username")
+        # The name as typed, so that a typo shows ("no user named 'bbo'").
+        said = f"no user named {name[:150]!r}" if name else "give the username of the user"
+        raise ShareUserNotFound(said, field="username")
     if grantee.pk == corpus.creator_id:
         raise ShareWithSelf("you cannot share a corpus with yourself", field="username")
     return grantee

@@ -492,9 +492,9 @@ def test_sharing_twice_changes_nothing(gql, corpus, other_user):
 @pytest.mark.parametrize(
     ("username", "expected"),
     [
-        ("nobody", error("username", "no such user", "user_not_found")),
-        ("", error("username", "no such user", "user_not_found")),
-        ("inactive", error("username", "no such user", "user_not_found")),
+        ("nobody", error("username", "no user named 'nobody'", "user_not_found")),
+        ("", error("username", "give the username of the user", "user_not_found")),
+        ("inactive", error("username", "no user named 'inactive'", "user_not_found")),
         ("alice", error("username", "you cannot share a corpus with yourself", "cannot_share_with_self")),
     ],
     ids=["unknown", "empty", "inactive", "self"],
