@@ -107,3 +107,14 @@ def test_home_reads_no_reports_heavy_columns(browser, user, corpus):
     assert {"content", "findings", "tool_call_log", "citations"} <= report.get_deferred_fields()
     [notification] = context["notifications"]
     assert {"content", "findings"} <= notification.report.get_deferred_fields()
+
+
+def test_a_corpus_the_form_could_not_create_is_said_under_the_form(browser, user):
+    # given a corpus of that name already
+    corpus_create(creator=user, name="Contracts")
+    # when the form asks for another of the same name
+    page = browser.post(reverse("corpora:new"), {"name": "Contracts"}, follow=True).content.decode()
+    # then the refusal shows right under the form, not above it below the notifications
+    form_end = page.index("Create corpus</button>\n  </form>")
+    refusal = page.index("(corpus_name_taken)")
+    assert page.index("<h2>Notifications") < form_end < refusal < page.index('<table class="list">')
