@@ -16,7 +16,7 @@ from corpora.selectors import documents_named, passage_search
 from llms.prompts import untrusted_json
 from research.citations import markdown_literal
 from research.engine.intent import names_the_collection
-from research.engine.text import proper_names, without_names
+from research.engine.text import content_words, proper_names, without_names
 from research.exceptions import ReportAlreadyActive
 from research.models import ResearchReport
 from research.services import report_start
@@ -60,7 +60,9 @@ async def search_passages(ctx: RunContext[ChatDeps], query: str, top_k: int = 5)
             if named:
                 # As a research run asks a request naming documents: of them, without the names
                 # (which their every passage need not say).
-                asked = without_names(query, names).strip() or query
+                asked = without_names(query, names)
+                if not content_words(asked):  # "And for Globex?": the name was all it asked
+                    asked = query
                 hits = passage_search(corpus=deps.corpus, query=asked, top_k=top, document_ids=named)
             else:
                 hits = passage_search(corpus=deps.corpus, query=query, top_k=top)
